@@ -1,0 +1,109 @@
+# mmlocks: the book, the models, the labs and the lab kernel.
+# `make help` lists the targets. Everything generated goes to build/ and
+# results/; kernel sources and builds go to $(MMLOCKS_CACHE).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+TOP := $(CURDIR)
+export MMLOCKS_CACHE ?= $(HOME)/.cache/mmlocks
+
+CODE_DIRS := $(patsubst %/Makefile,%,$(wildcard code/*/Makefile))
+LAB_DIRS  := $(patsubst %/Makefile,%,$(wildcard labs/[0-9][0-9]-*/Makefile))
+DIAGRAMS  := $(patsubst diagrams/%.dot,build/diagrams/%.svg,$(wildcard diagrams/*.dot))
+PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
+	--toc --toc-depth=2 --number-sections --highlight-style=tango \
+	--resource-path=.
+
+.PHONY: all help deps book code labs kernel image qemu reproduce test grade \
+	skeletons kernel-selftests bench plots clean distclean
+
+all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
+	$(MAKE) code labs kernel image
+	$(MAKE) reproduce
+	$(MAKE) book
+	@echo "make: done. Open build/book.html; the numbers are in results/latest/summary.md"
+
+help: ## list the targets
+	@echo "mmlocks — make targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | column -t -s'|'
+	@echo "Variables: VCPUS=N MEM=SIZE (guest size), GUEST=0 (make test without QEMU),"
+	@echo "           LAB=NN-slug SRC=dir (grade one lab's sources), TODO=N (skeletons),"
+	@echo "           MMLOCKS_CACHE=dir (kernel source and build cache, default ~/.cache/mmlocks)"
+
+deps: ## install missing Debian packages (apt-get; root or sudo)
+	@scripts/deps.sh
+
+# ---------------------------------------------------------------- the book
+book: build/book.html build/book.epub ## build/book.html (single file) and build/book.epub
+	@echo "book: build/book.html build/book.epub"
+
+build/diagrams/%.svg: diagrams/%.dot
+	@mkdir -p $(@D)
+	dot -Tsvg $< -o $@.tmp && mv $@.tmp $@
+
+plots: ## the models' plots (gnuplot SVGs in build/plots/)
+	@for d in $(CODE_DIRS); do \
+	  if grep -q '^plots:' $$d/Makefile; then $(MAKE) --no-print-directory -C $$d plots || exit 1; fi; \
+	done
+
+# pandoc always runs (a few seconds): listings come from code, the kernel
+# tree and results/latest, which make cannot track cheaply.
+build/book.html: FORCE $(DIAGRAMS) | plots
+	@mkdir -p $(@D)
+	@src=$$(labs/kernel/linux-source.sh) && \
+	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
+	  --css scripts/book/book.css --metadata pagetitle=mmlocks -o $@.tmp && mv $@.tmp $@
+
+build/book.epub: FORCE $(DIAGRAMS) | plots
+	@mkdir -p $(@D)
+	@src=$$(labs/kernel/linux-source.sh) && \
+	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
+	  -t epub3 -o $@.tmp && mv $@.tmp $@
+
+FORCE:
+
+# ---------------------------------------------------------- models and labs
+code: ## build the userspace models, tests and benchmarks
+	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d all || exit 1; done
+
+labs: ## build the lab graders (solutions) and student skeletons
+	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -C $$d grader || exit 1; done
+	@$(MAKE) --no-print-directory skeletons
+
+bench: ## run the models' benchmarks (prints numbers)
+	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d bench || exit 1; done
+
+grade: ## grade the labs: LAB=NN-slug to pick one, SRC=dir for your own sources
+	@labs/tools/grade-all $(if $(LAB),--lab $(LAB)) $(if $(SRC),--src $(abspath $(SRC)))
+
+skeletons: ## student skeletons in build/skeletons/ (TODO=N keeps steps < N solved)
+	@for d in $(LAB_DIRS); do \
+	  labs/tools/mkskel --todo $(or $(TODO),1) $$d/src build/skeletons/$$(basename $$d)/src || exit 1; \
+	done
+	@echo "skeletons: build/skeletons/*/src (TODO=$(or $(TODO),1))"
+
+# ------------------------------------------------------------ the kernel
+kernel: deps ## build the patched 6.12 kernel (cached in $(MMLOCKS_CACHE))
+	@labs/kernel/build.sh
+
+image: ## build the initramfs with the guest programs
+	@labs/kernel/mkinitramfs.sh
+
+qemu: kernel image ## boot the lab kernel to a shell (VCPUS=, MEM=)
+	@labs/kernel/run-qemu.sh --interactive
+
+reproduce: kernel image ## run every in-guest experiment into results/<UTC time>/
+	@labs/kernel/reproduce.sh
+
+kernel-selftests: kernel image ## the 6.12 khugepaged selftest, every knob setting
+	@labs/kernel/selftests.sh
+
+# ------------------------------------------------------------------ tests
+test: deps ## everything CI checks (GUEST=0 skips the QEMU part)
+	@GUEST=$(or $(GUEST),1) scripts/test.sh
+
+clean: ## remove build/ (keeps results/ and the kernel cache)
+	rm -rf build
+
+distclean: clean ## also remove results/ and the kernel cache
+	rm -rf results "$(MMLOCKS_CACHE)"

@@ -1,0 +1,284 @@
+#!/bin/bash
+# Build the mmlocks 6.12 kernel (tinyconfig + config.fragment + patches/series)
+# with a keyed cache, and copy bzImage, .config and kernelrelease to --out.
+#
+# Cache layout ($MMLOCKS_CACHE, default ~/.cache/mmlocks; see README.md):
+#   src/<pkg>/               pristine tree from linux-source.sh (never written)
+#   tree/<ver>/              persistent patched tree, one per kernel version;
+#                            only files touched by a series change get new
+#                            mtimes, so make stays incremental
+#   obj/<ver>-c<cfg>/        O= build directory per (version, config fragment)
+#   images/<key>/            finished bzImage, config, kernelrelease, build.log
+#                            per full key (version, series, fragment): a key
+#                            that was built once is never rebuilt
+#   build.lock               flock: concurrent invocations serialise
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROG=labs/kernel/build.sh
+
+usage() {
+	cat <<EOF
+usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--clean-cache] [--help]
+
+Builds the x86_64 mmlocks kernel: 'make ARCH=x86_64 tinyconfig', merged with
+labs/kernel/config.fragment, patched with labs/kernel/patches/series, built
+out of tree in the cache. Unchanged inputs are never rebuilt; a changed patch
+rebuilds incrementally.
+
+  --out DIR      where bzImage, config and kernelrelease go
+                 (default: <repo>/build/kernel)
+  --jobs N       make -jN (default: nproc = $(nproc))
+  --no-patches   build the stock kernel (empty series), same config
+  --clean-cache  delete cached trees, build directories and images
+                 (keeps the pristine source), then exit
+  --help         this text
+
+Environment: MMLOCKS_CACHE (default ~/.cache/mmlocks).
+EOF
+}
+
+die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+say() { echo "$PROG: $*"; }
+
+OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--help|-h) usage; exit 0 ;;
+	--out) [ $# -ge 2 ] && [ -n "$2" ] || die_usage "--out needs a directory"
+	       OUT=$2; shift 2 ;;
+	--out=*) OUT=${1#--out=}; [ -n "$OUT" ] || die_usage "--out needs a directory"; shift ;;
+	--jobs|-j) [ $# -ge 2 ] || die_usage "--jobs needs a number"; JOBS=$2; shift 2 ;;
+	--jobs=*) JOBS=${1#--jobs=}; shift ;;
+	--no-patches) NOPATCH=1; shift ;;
+	--clean-cache) CLEAN=1; shift ;;
+	*) die_usage "unknown argument '$1'" ;;
+	esac
+done
+case "$JOBS" in
+''|*[!0-9]*) die_usage "--jobs must be a positive integer, got '$JOBS'" ;;
+esac
+{ [ "$JOBS" -ge 1 ] && [ "$JOBS" -le 256 ]; } || die_usage "--jobs must be 1..256, got '$JOBS'"
+
+CACHE=${MMLOCKS_CACHE:-$HOME/.cache/mmlocks}
+mkdir -p "$CACHE"
+exec 9>"$CACHE/build.lock"
+if ! flock -n 9; then
+	say "waiting for another build (lock $CACHE/build.lock)"
+	flock 9
+fi
+
+if [ "$CLEAN" = 1 ]; then
+	say "clean-cache: removing $CACHE/{tree,obj,images}"
+	rm -rf "$CACHE/tree" "$CACHE/obj" "$CACHE/images"
+	exit 0
+fi
+
+if [ -z "$OUT" ]; then
+	TOP=$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null) ||
+		TOP=$(cd "$HERE/../.." && pwd)
+	OUT=$TOP/build/kernel
+fi
+
+FRAG=$HERE/config.fragment
+PATCHDIR=$HERE/patches
+[ -f "$FRAG" ] || die "missing $FRAG"
+
+# ---- stage: unpack (pristine tree) ------------------------------------------
+say "unpack"
+PRISTINE=$("$HERE/linux-source.sh")
+[ -f "$PRISTINE/Makefile" ] || die "linux-source.sh gave '$PRISTINE', which has no Makefile"
+mkvar() { sed -n "s/^$1 *= *//p" "$PRISTINE/Makefile" | head -n1; }
+KVER="$(mkvar VERSION).$(mkvar PATCHLEVEL).$(mkvar SUBLEVEL)$(mkvar EXTRAVERSION)"
+PKGVER=$(basename "$PRISTINE"); PKGVER=${PKGVER#linux-source-*_}
+VKEY="${KVER}_${PKGVER}"
+
+# The series: patch names, in order, without comments or blank lines.
+PATCHES=()
+if [ "$NOPATCH" = 0 ] && [ -f "$PATCHDIR/series" ]; then
+	while IFS= read -r line; do
+		line=${line%%#*}
+		line=$(echo "$line" | tr -d '[:space:]')
+		[ -n "$line" ] || continue
+		[ -f "$PATCHDIR/$line" ] || die "series names $line, which is not in $PATCHDIR"
+		PATCHES+=("$line")
+	done <"$PATCHDIR/series"
+fi
+
+# Keys. The series hash covers names and contents in order.
+SERIES_HASH=$( { echo "$VKEY"; for p in "${PATCHES[@]}"; do echo "== $p"; cat "$PATCHDIR/$p"; done; } |
+	sha256sum | cut -c1-16)
+CFG_HASH=$( { echo "$VKEY"; cat "$FRAG"; } | sha256sum | cut -c1-12)
+KEY=$( { echo "$VKEY"; echo "$SERIES_HASH"; echo "$CFG_HASH"; } | sha256sum | cut -c1-16)
+TREE=$CACHE/tree/$VKEY
+OBJ=$CACHE/obj/$VKEY-c$CFG_HASH
+IMG=$CACHE/images/$KEY
+
+# Fragment options: "CONFIG_X=v" or "# CONFIG_X is not set", as they must
+# appear in the final .config.
+frag_lines() {
+	grep -E '^(CONFIG_[A-Za-z0-9_]+=.*|# CONFIG_[A-Za-z0-9_]+ is not set)$' "$FRAG"
+}
+verify_config() { # $1 = .config
+	local missing=() l sym
+	while IFS= read -r l; do
+		grep -qxF -- "$l" "$1" && continue
+		sym=$(echo "$l" | grep -oE 'CONFIG_[A-Za-z0-9_]+')
+		missing+=("$l (have: $(grep -E "^($sym=|# $sym is not set)" "$1" || echo 'not present'))")
+	done < <(frag_lines)
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "$PROG: error: config options dropped by olddefconfig (fix their dependencies in config.fragment):" >&2
+		printf '  %s\n' "${missing[@]}" >&2
+		return 1
+	fi
+}
+
+publish() { # copy the image set to $OUT atomically per file
+	mkdir -p "$OUT"
+	local f
+	for f in bzImage config kernelrelease; do
+		cp "$IMG/$f" "$OUT/.$f.tmp.$$"
+		mv -f "$OUT/.$f.tmp.$$" "$OUT/$f"
+	done
+	say "done: $OUT/bzImage (Linux $(cat "$IMG/kernelrelease"), Debian linux-source-6.12 $PKGVER, key $KEY, ${#PATCHES[@]} patches)"
+}
+
+if [ -f "$IMG/bzImage" ] && [ -f "$IMG/kernelrelease" ] && [ -f "$IMG/config" ]; then
+	say "cached: key $KEY already built"
+	publish
+	exit 0
+fi
+
+# ---- stage: persistent source tree ------------------------------------------
+STATE=$CACHE/tree/.$VKEY.state   # files the applied series touches + series hash
+if [ ! -f "$TREE/.mmlocks-tree" ]; then
+	say "unpack: copying pristine $KVER ($PKGVER) to $TREE"
+	rm -rf "$TREE" "$STATE" "$STATE.sync"
+	mkdir -p "$CACHE/tree"
+	cp -a "$PRISTINE" "$TREE.tmp.$$"
+	rm -f "$TREE.tmp.$$/.unpacked"
+	touch "$TREE.tmp.$$/.mmlocks-tree"
+	mv "$TREE.tmp.$$" "$TREE"
+	printf 'series %s\n' "$(echo "$VKEY" | sha256sum | cut -c1-16)" >"$STATE"  # = empty series
+fi
+
+# Files named in a patch (git format-patch headers).
+patch_files() { grep -E '^diff --git a/' "$1" | sed -E 's|^diff --git a/([^ ]+) b/([^ ]+)$|\1\n\2|'; }
+
+cur_series=$(sed -n 's/^series //p' "$STATE" 2>/dev/null || true)
+if [ -f "$STATE.sync" ] || [ "$cur_series" != "$SERIES_HASH" ]; then
+	# Apply the whole series to a scratch copy of just the files it (or the
+	# previously applied series) touches, then copy into the persistent tree
+	# only the files whose content differs. Unchanged files keep their mtime.
+	STAGE=$(mktemp -d "$CACHE/tree/.stage.XXXXXX")
+	trap 'rm -rf "$STAGE"' EXIT
+	old_files=$( { sed -n 's/^file //p' "$STATE" 2>/dev/null; sed -n 's/^file //p' "$STATE.sync" 2>/dev/null; } || true)
+	new_files=$(for p in "${PATCHES[@]}"; do patch_files "$PATCHDIR/$p"; done)
+	all_files=$(printf '%s\n%s\n' "$old_files" "$new_files" | grep -v '^$' | sort -u || true)
+	for f in $all_files; do
+		if [ -f "$PRISTINE/$f" ]; then
+			mkdir -p "$STAGE/$(dirname "$f")"
+			cp -p "$PRISTINE/$f" "$STAGE/$f"
+		fi
+	done
+	for p in "${PATCHES[@]}"; do
+		say "patch $p"
+		if ! out=$(cd "$STAGE" && patch -p1 -N --fuzz=0 --no-backup-if-mismatch -r - <"$PATCHDIR/$p" 2>&1); then
+			echo "$out" | sed 's/^/    /' >&2
+			die "patch $p does not apply to Linux $KVER (Debian linux-source-6.12 $PKGVER, $PRISTINE)"
+		fi
+	done
+	# Record the union first: an interrupted sync is redone next time.
+	{ printf 'series %s\n' "$SERIES_HASH"; for f in $all_files; do printf 'file %s\n' "$f"; done; } >"$STATE.sync"
+	changed=0
+	for f in $all_files; do
+		if [ -f "$STAGE/$f" ]; then
+			if ! cmp -s "$STAGE/$f" "$TREE/$f"; then
+				mkdir -p "$TREE/$(dirname "$f")"
+				rm -f "$TREE/$f"
+				cp "$STAGE/$f" "$TREE/$f"    # new inode, new mtime
+				changed=$((changed + 1))
+			fi
+		elif [ -e "$TREE/$f" ]; then
+			rm -f "$TREE/$f"                  # created by a patch no longer in the series
+			changed=$((changed + 1))
+		fi
+	done
+	{ printf 'series %s\n' "$SERIES_HASH"; printf '%s\n' "$new_files" | grep -v '^$' | sort -u | sed 's/^/file /'; } >"$STATE.tmp"
+	mv "$STATE.tmp" "$STATE"
+	rm -f "$STATE.sync"
+	rm -rf "$STAGE"; trap - EXIT
+	say "patch: series applied, $changed file(s) changed in $TREE"
+else
+	for p in "${PATCHES[@]}"; do say "patch $p (already applied)"; done
+fi
+
+# ---- stage: config ----------------------------------------------------------
+mkdir -p "$OBJ"
+LOG=$OBJ/build.log
+# Patched kernels say so in uname -r; --no-patches builds are plain $KVER.
+LOCALVER=-mmlocks
+[ ${#PATCHES[@]} -gt 0 ] || LOCALVER=
+MAKE=(make -C "$TREE" O="$OBJ" ARCH=x86_64 LOCALVERSION="$LOCALVER")
+if [ ! -f "$OBJ/.mmlocks-config" ]; then
+	say "config: tinyconfig + $(basename "$FRAG") -> $OBJ"
+	if ! {
+		"${MAKE[@]}" tinyconfig &&
+		(cd "$OBJ" && "$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$FRAG") &&
+		"${MAKE[@]}" olddefconfig
+	} >"$OBJ/config.log" 2>&1; then
+		tail -n 50 "$OBJ/config.log" >&2
+		die "config failed (log: $OBJ/config.log)"
+	fi
+	verify_config "$OBJ/.config" || exit 1
+	touch "$OBJ/.mmlocks-config"
+else
+	say "config: reusing $OBJ/.config"
+	verify_config "$OBJ/.config" || exit 1
+fi
+
+# ---- stage: build -----------------------------------------------------------
+say "build: make -j$JOBS bzImage (log: $LOG)"
+start=$(date +%s)
+"${MAKE[@]}" -j"$JOBS" bzImage </dev/null >"$LOG" 2>&1 &
+mpid=$!
+trap 'kill $mpid 2>/dev/null || true' EXIT INT TERM
+n=0
+while kill -0 $mpid 2>/dev/null; do
+	sleep 2
+	n=$((n + 1))
+	if [ $((n % 15)) = 0 ]; then
+		say "build: $(grep -cE '^  (CC|AS|LD|AR)' "$LOG" || true) steps, $(( $(date +%s) - start )) s"
+	fi
+done
+if ! wait $mpid; then
+	trap - EXIT INT TERM
+	echo "---- last 50 lines of $LOG ----" >&2
+	tail -n 50 "$LOG" >&2
+	die "build failed after $(( $(date +%s) - start )) s (full log: $LOG)"
+fi
+trap - EXIT INT TERM
+# Warnings in the files the series touches are errors for us.
+warn=
+for f in $(sed -n 's/^file //p' "$STATE"); do
+	warn+=$(grep -F -- "$f:" "$LOG" | grep -E 'warning:' || true)
+done
+if [ -n "$warn" ]; then
+	echo "$warn" >&2
+	die "build produced warnings (full log: $LOG)"
+fi
+REL=$("${MAKE[@]}" -s kernelrelease)
+say "build: finished in $(( $(date +%s) - start )) s, kernelrelease $REL"
+
+mkdir -p "$CACHE/images"
+tmpimg=$(mktemp -d "$CACHE/images/.tmp.XXXXXX")
+cp "$OBJ/arch/x86/boot/bzImage" "$tmpimg/bzImage"
+cp "$OBJ/.config" "$tmpimg/config"
+echo "$REL" >"$tmpimg/kernelrelease"
+cp "$LOG" "$tmpimg/build.log"
+{ echo "version $KVER"; echo "package $PKGVER"; echo "series $SERIES_HASH"
+  for p in "${PATCHES[@]}"; do echo "patch $p"; done; echo "config $CFG_HASH"; } >"$tmpimg/key"
+rm -rf "$IMG"
+mv "$tmpimg" "$IMG"
+publish

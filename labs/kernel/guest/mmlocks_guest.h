@@ -1,0 +1,129 @@
+/* Shared helpers for the in-guest experiment programs: JSON lines, knobs with restore, timing, statistics. */
+#ifndef MMLOCKS_GUEST_H
+#define MMLOCKS_GUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where the patched kernel and the stock kernel keep what the labs touch. */
+#define MG_KNOBS "/sys/kernel/debug/mmlocks"
+#define MG_LOCKEV "/sys/kernel/debug/lock_event_counts"
+#define MG_TRACING "/sys/kernel/tracing"
+#define MG_THP "/sys/kernel/mm/transparent_hugepage"
+#define MG_KHUGEPAGED MG_THP "/khugepaged"
+
+/* Exit codes shared by every guest program (see GUEST-INTERFACE.md). */
+enum { MG_EXIT_OK = 0, MG_EXIT_FAIL = 1, MG_EXIT_USAGE = 2, MG_EXIT_WRONG_KERNEL = 3 };
+
+/* ---- JSON lines on stdout --------------------------------------------- */
+
+/*
+ * One record is built in a fixed buffer and written with a single write(2),
+ * so records from different threads never interleave.
+ */
+struct mg_json {
+	char buf[4096];
+	size_t len;
+	bool first;
+};
+
+void mgj_start(struct mg_json *j, const char *type, const char *experiment);
+void mgj_str(struct mg_json *j, const char *key, const char *val); /* NULL -> null */
+void mgj_int(struct mg_json *j, const char *key, long long val);
+void mgj_num(struct mg_json *j, const char *key, double val); /* NaN/inf -> null */
+void mgj_bool(struct mg_json *j, const char *key, bool val);
+void mgj_null(struct mg_json *j, const char *key);
+void mgj_emit(struct mg_json *j);
+
+/* {"type":"error","experiment":...,"msg":...} on stdout, the message also on stderr. */
+void mg_error(const char *experiment, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Free-form progress on stderr, prefixed with the program name. */
+void mg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- option parsing --------------------------------------------------- */
+
+/* Parse a whole decimal integer in [min, max]; false on junk or range. */
+bool mg_parse_ll(const char *s, long long min, long long max, long long *out);
+
+/* ---- files, knobs and their restoration ------------------------------- */
+
+bool mg_exists(const char *path);
+/* Read a small file; returns bytes read (NUL-terminated) or -errno. */
+ssize_t mg_read_file(const char *path, char *buf, size_t size);
+/* Read the first integer in a file; -errno on failure. */
+int mg_read_ll(const char *path, long long *out);
+/* Write a string (O_TRUNC); 0 or -errno. */
+int mg_write_file(const char *path, const char *val);
+
+/*
+ * Set a knob, remembering its value from before the first change so that
+ * mg_restore_all() can put it back.  Understands sysfs choice files
+ * ("always [madvise] never" is remembered as "madvise").  0 or -errno.
+ */
+int mg_knob_set(const char *path, const char *val);
+int mg_knob_set_ll(const char *path, long long val);
+
+/*
+ * Install the restorer: at exit and on SIGINT/SIGTERM/SIGHUP, kill the
+ * registered child processes and write every saved knob back, newest first.
+ * Only the process that called this restores (forked children do not).
+ */
+void mg_install_restore(void);
+void mg_restore_all(void);
+void mg_register_child(pid_t pid);
+void mg_unregister_child(pid_t pid);
+/* Set by the signal handler before it restores; loops may poll it. */
+extern volatile int mg_stop_signal;
+
+/*
+ * Exit 3 with an error record unless every path exists: the guest programs
+ * must refuse to run on a kernel without the mmlocks knobs.
+ */
+void mg_require(const char *experiment, const char *const *paths);
+
+/* Find a kernel thread's pid by its comm ("khugepaged"); -1 if none. */
+pid_t mg_find_comm(const char *comm);
+
+/* ---- time ------------------------------------------------------------- */
+
+uint64_t mg_now_ns(void); /* CLOCK_MONOTONIC, the clock of trace_clock "mono" */
+void mg_sleep_us(unsigned long us);
+
+/* ---- latency samples and statistics ----------------------------------- */
+
+/* Samples in ns; once the array is full, only count and max keep growing. */
+struct mg_lat {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t count, max;
+};
+
+void mg_lat_init(struct mg_lat *l, size_t cap);
+void mg_lat_reset(struct mg_lat *l);
+void mg_lat_add(struct mg_lat *l, uint64_t ns);
+void mg_lat_free(struct mg_lat *l);
+/* Nearest-rank percentile (0 < p <= 100) of the stored samples; sorts them. */
+uint64_t mg_lat_pct(struct mg_lat *l, double p);
+
+int mg_cmp_double(const void *a, const void *b);
+/* Median of n values (sorts the array in place). */
+double mg_median(double *v, size_t n);
+
+/* ---- address-space layouts -------------------------------------------- */
+
+/*
+ * Map npages pages at exactly `base` (MAP_FIXED_NOREPLACE) as PROT_NONE and
+ * make every odd page PROT_READ, which splits the mapping into npages VMAs
+ * that cannot merge (neighbours differ in protection) and that khugepaged
+ * must skip.  Returns 0 or -errno.
+ */
+int mg_map_small_vmas(uintptr_t base, size_t npages);
+/* Count the VMAs in /proc/self/maps that lie entirely inside [lo, hi); -errno on failure. */
+long mg_count_vmas(uintptr_t lo, uintptr_t hi, long *total);
+/* Parse "AnonHugePages:" (kB) from /proc/self/smaps_rollup; -1 on failure. */
+long long mg_anon_huge_kb(void);
+
+#endif

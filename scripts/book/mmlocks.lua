@@ -1,0 +1,269 @@
+-- mmlocks.lua: pandoc filter for the mmlocks book.
+--  1. book.md's  ::: {.chapters}  div (a list of chapter files) is replaced
+--     by the chapters, read as one Markdown document so section ids stay unique.
+--  2. Code blocks with include="FILE" get their text from FILE: a named
+--     region (region="NAME"), a C function (function="NAME"), a macro
+--     (define="NAME"), a line range (lines="A-B") or the whole file.
+--     "linux:PATH" is resolved in the pristine 6.12 tree ($MMLOCKS_LINUX_SRC).
+--     Marker lines are never shown. Anything missing fails the build.
+--  3. Images of diagrams/X.dot become build/diagrams/X.svg (rendered by make);
+--     other local images must exist.
+--  4. ::: {.results experiment="NAME"} is replaced by results/latest/NAME.md
+--     when that file exists (the reader's own measurement).
+
+local function fail(msg)
+  io.stderr:write("book: error: " .. msg .. "\n")
+  os.exit(1)
+end
+
+local function read_file(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+local function split_lines(s)
+  local t = {}
+  for line in (s .. (s:sub(-1) == "\n" and "" or "\n")):gmatch("(.-)\n") do
+    t[#t + 1] = line
+  end
+  return t
+end
+
+local function pesc(s) return (s:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%1")) end
+
+-- A marker line: a comment holding "region: NAME" or "endregion: NAME".
+local function marker(line)
+  local kind, name = line:match("^%s*[/#%*%-;]+%s*(%a+):%s*([%w%-_]+)%s*%**/?%s*$")
+  if kind == "region" or kind == "endregion" then return kind, name end
+  return nil
+end
+
+local function dedent(lines)
+  local common
+  for _, l in ipairs(lines) do
+    if l:match("%S") then
+      local ws = l:match("^[ \t]*")
+      if not common or #ws < #common then common = ws end
+    end
+  end
+  if common and #common > 0 then
+    for i, l in ipairs(lines) do
+      if l:sub(1, #common) == common then lines[i] = l:sub(#common + 1) end
+    end
+  end
+  -- drop leading/trailing blank lines
+  while #lines > 0 and not lines[1]:match("%S") do table.remove(lines, 1) end
+  while #lines > 0 and not lines[#lines]:match("%S") do table.remove(lines) end
+  return lines
+end
+
+local function strip_markers(lines)
+  local out = {}
+  for _, l in ipairs(lines) do
+    if not marker(l) then out[#out + 1] = l end
+  end
+  return out
+end
+
+local function extract_region(lines, name, where)
+  local out, inside, found, closed = {}, false, false, false
+  for _, l in ipairs(lines) do
+    local kind, n = marker(l)
+    if kind == "region" and n == name then
+      if found then fail(where .. ": region '" .. name .. "' opened twice") end
+      inside, found = true, true
+    elseif kind == "endregion" and n == name then
+      if not inside then fail(where .. ": 'endregion: " .. name .. "' without its start") end
+      inside, closed = false, true
+    elseif inside and not kind then
+      out[#out + 1] = l
+    end
+  end
+  if not found then fail(where .. ": region '" .. name .. "' not found") end
+  if not closed then fail(where .. ": region '" .. name .. "' is never closed") end
+  return dedent(out)
+end
+
+-- A C function: the line naming it at column 0 (K&R kernel style puts the
+-- return type on the line before), up to the first '}' in column 0.
+local function extract_function(lines, name, where)
+  local pat = "^[%w_].-%f[%w_]" .. pesc(name) .. "%s*%("
+  local pat0 = "^" .. pesc(name) .. "%s*%("
+  for i, l in ipairs(lines) do
+    if (l:match(pat0) or l:match(pat)) and not l:match(";%s*$") and not l:match("^#") then
+      -- is it a definition? a '{' in column 0 (or at line end) before any ';' line end
+      local j, body = i, nil
+      while j <= #lines and j < i + 12 do
+        if lines[j]:match("^{") or lines[j]:match("%)%s*{%s*$") then body = j break end
+        if j > i and lines[j]:match(";%s*$") then break end
+        j = j + 1
+      end
+      if body then
+        local s = i
+        while s > 1 and lines[s - 1]:match("^[%w_]") and not lines[s - 1]:match("[;}]%s*$")
+              and not lines[s - 1]:match("%*/%s*$") and not lines[s - 1]:match("^#") do
+          s = s - 1
+        end
+        for e = body, #lines do
+          if lines[e]:match("^}") then
+            local out = {}
+            for k = s, e do out[#out + 1] = lines[k] end
+            return strip_markers(out)
+          end
+        end
+        fail(where .. ": function '" .. name .. "' has no closing brace in column 0")
+      end
+    end
+  end
+  fail(where .. ": function '" .. name .. "' not found")
+end
+
+local function extract_define(lines, name, where)
+  local pat = "^#%s*define%s+" .. pesc(name) .. "[%s%(]"
+  for i, l in ipairs(lines) do
+    if l:match(pat) or l:match("^#%s*define%s+" .. pesc(name) .. "$") then
+      local out, k = { l }, i
+      while lines[k]:match("\\%s*$") and k < #lines do
+        k = k + 1
+        out[#out + 1] = lines[k]
+      end
+      return out
+    end
+  end
+  fail(where .. ": macro '" .. name .. "' not found")
+end
+
+local linux_version
+local function linux_root()
+  local root = os.getenv("MMLOCKS_LINUX_SRC")
+  if not root or root == "" then
+    fail("MMLOCKS_LINUX_SRC is not set (run the build through 'make book')")
+  end
+  if not linux_version then
+    local mk = read_file(root .. "/Makefile") or ""
+    local v = mk:match("\nVERSION = (%d+)") or "?"
+    local p = mk:match("\nPATCHLEVEL = (%d+)") or "?"
+    local s = mk:match("\nSUBLEVEL = (%d+)") or "?"
+    linux_version = v .. "." .. p .. "." .. s
+  end
+  return root
+end
+
+local function include_block(el)
+  local spec = el.attributes.include
+  local path, label = spec, spec
+  if spec:match("^linux:") then
+    local rel = spec:sub(7)
+    path = linux_root() .. "/" .. rel
+    label = "Linux " .. linux_version .. ", " .. rel
+  end
+  local text = read_file(path)
+  if not text then fail("listing file not found: " .. spec) end
+  local lines = split_lines(text)
+  local what
+  local region, fn, def, range = el.attributes.region, el.attributes["function"],
+                                 el.attributes.define, el.attributes.lines
+  local where = spec
+  if region then
+    lines = extract_region(lines, region, where)
+    what = "region " .. region
+  elseif fn then
+    lines = extract_function(lines, fn, where)
+    what = fn .. "()"
+  elseif def then
+    lines = extract_define(lines, def, where)
+    what = def
+  elseif range then
+    local a, b = range:match("^(%d+)%-(%d+)$")
+    a, b = tonumber(a), tonumber(b)
+    if not a or a > b or b > #lines then fail(where .. ": bad line range '" .. range .. "'") end
+    local out = {}
+    for k = a, b do out[#out + 1] = lines[k] end
+    lines = strip_markers(out)
+    what = "lines " .. range
+  else
+    lines = strip_markers(lines)
+  end
+  if #lines == 0 then fail(where .. ": " .. (what or "file") .. " is empty") end
+  el.text = table.concat(lines, "\n")
+  for _, k in ipairs({ "include", "region", "function", "define", "lines" }) do
+    el.attributes[k] = nil
+  end
+  local caption = pandoc.Para({ pandoc.Code(label), pandoc.Str(what and (", " .. what) or "") })
+  return pandoc.Div({ el, caption }, pandoc.Attr("", { "listing" }))
+end
+
+local function Image(img)
+  local src = img.src
+  if src:match("^%a+://") or src:match("^data:") then return nil end
+  local name = src:match("^diagrams/([%w%-_]+)%.dot$")
+  if name then
+    if not exists(src) then fail("diagram not found: " .. src) end
+    local svg = "build/diagrams/" .. name .. ".svg"
+    if not exists(svg) then fail("diagram " .. src .. " was not rendered to " .. svg .. " (run 'make book')") end
+    img.src = svg
+    return img
+  end
+  if not exists(src) then fail("image not found: " .. src) end
+  return nil
+end
+
+local function Div(div)
+  if div.classes:includes("results") then
+    local exp = div.attributes.experiment
+    if not exp then fail("a .results block needs experiment=\"NAME\"") end
+    local path = "results/latest/" .. exp .. ".md"
+    local text = read_file(path)
+    if text then
+      local doc = pandoc.read(text, "markdown")
+      return pandoc.Div(doc.blocks, pandoc.Attr("", { "results", "measured" }))
+    end
+    return pandoc.Div(div.content, pandoc.Attr("", { "results", "not-measured" }))
+  end
+  return nil
+end
+
+local function CodeBlock(el)
+  if el.attributes.include then return include_block(el) end
+  return nil
+end
+
+-- Expand book.md's chapter list.
+local function Pandoc(doc)
+  local blocks = {}
+  local found = false
+  for _, b in ipairs(doc.blocks) do
+    if b.t == "Div" and b.classes:includes("chapters") then
+      found = true
+      local texts = {}
+      pandoc.walk_block(b, {
+        Code = function(c)
+          local t = read_file(c.text)
+          if not t then fail("chapter listed in book.md not found: " .. c.text) end
+          texts[#texts + 1] = t
+        end,
+      })
+      if #texts == 0 then fail("book.md: the .chapters list is empty") end
+      local chapters = pandoc.read(table.concat(texts, "\n\n"), "markdown", PANDOC_READER_OPTIONS)
+      for _, cb in ipairs(chapters.blocks) do blocks[#blocks + 1] = cb end
+    else
+      blocks[#blocks + 1] = b
+    end
+  end
+  if not found then return nil end
+  return pandoc.Pandoc(blocks, doc.meta)
+end
+
+return {
+  { Pandoc = Pandoc },
+  { CodeBlock = CodeBlock, Image = Image, Div = Div },
+}

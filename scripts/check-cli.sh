@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Every program of the project answers --help with exit 0 and an unknown
+# option with a message on stderr and exit 2. Programs are built first.
+set -u
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help) echo "usage: scripts/check-cli.sh"; exit 0 ;;
+  "") ;; *) echo "check-cli.sh: unknown argument '$1'" >&2; exit 2 ;;
+esac
+make --no-print-directory code >/dev/null || { echo "check-cli: 'make code' failed"; exit 1; }
+
+progs=(
+  scripts/deps.sh scripts/test.sh scripts/check-cli.sh scripts/book/selftest.sh
+  labs/tools/mkskel labs/tools/grade labs/tools/grade-all labs/tools/check-skeletons
+  labs/kernel/linux-source.sh
+)
+# Programs that exist only once their part is built; each line: PATH.
+while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(
+  ls labs/kernel/*.sh labs/kernel/*.py 2>/dev/null | grep -v linux-source.sh
+  find build/code -maxdepth 2 -type f -perm -u+x -name '*' 2>/dev/null | grep -Ev '/(test|tests|tsan|grader)[^/]*$|\.o$|/stress' 
+)
+# Guest programs: static binaries for the QEMU image, compiled for the host here.
+gdir=build/cli-guest; mkdir -p "$gdir"
+for c in labs/*/guest/*.c; do
+  [ -f "$c" ] || continue
+  b=$gdir/$(basename "$c" .c)
+  if gcc -O1 -std=gnu11 -Wall -Wextra -Werror -pthread -Ilabs/kernel/guest "$c" labs/kernel/guest/mmlocks_guest.c -o "$b" 2>"$b.err"; then
+    progs+=("$b")
+  else
+    echo "  FAIL $c does not compile:"; sed 's/^/    /' "$b.err"; bad_compile=1
+  fi
+done
+
+pass=0 fail=0
+for p in "${progs[@]}"; do
+  out=$(timeout 20 "$p" --help 2>/dev/null); rc1=$?
+  err=$(timeout 20 "$p" --no-such-option 2>&1 >/dev/null </dev/null); rc2=$?
+  if [ $rc1 -eq 0 ] && [ -n "$out" ] && [ $rc2 -eq 2 ] && [ -n "$err" ]; then
+    pass=$((pass + 1)); echo "  ok   $p"
+  else
+    fail=$((fail + 1)); echo "  FAIL $p: --help rc=$rc1 (stdout ${#out} bytes); --no-such-option rc=$rc2 (stderr ${#err} bytes)"
+  fi
+done
+[ -n "${bad_compile:-}" ] && fail=$((fail + 1))
+echo "check-cli: $pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Everything `make test` (and so CI) checks, one step after another; a line
+# per step and a closing "N passed, M failed". GUEST=0 skips the QEMU steps.
+set -u
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help) echo "usage: scripts/test.sh   (env: GUEST=0 skips kernel build and QEMU boots)"; exit 0 ;;
+  "") ;;
+  *) echo "scripts/test.sh: unknown argument '$1'" >&2; exit 2 ;;
+esac
+GUEST=${GUEST:-1}
+mkdir -p build/test-logs
+passed=0 failed=0 failures=()
+
+step() { # step NAME COMMAND...
+  local name=$1; shift
+  local log=build/test-logs/${name//\//_}.log t0=$SECONDS
+  echo "=== $name"
+  if "$@" > >(tee "$log") 2>&1; then
+    echo "--- PASS $name ($((SECONDS - t0)) s)"
+    passed=$((passed + 1))
+  else
+    echo "--- FAIL $name ($((SECONDS - t0)) s; log: $log)"
+    failed=$((failed + 1)); failures+=("$name")
+  fi
+}
+
+for d in code/*/; do
+  [ -f "$d/Makefile" ] && step "unit:${d%/}" make --no-print-directory -C "$d" test
+done
+for d in labs/[0-9][0-9]-*/; do
+  [ -f "$d/Makefile" ] || continue
+  step "lab-test:${d%/}" make --no-print-directory -C "$d" test
+  step "skeletons:${d%/}" labs/tools/check-skeletons "$d"
+done
+step "grade" labs/tools/grade-all
+step "cli" scripts/check-cli.sh
+step "book-errors" scripts/book/selftest.sh
+step "book" make --no-print-directory book
+if [ "$GUEST" != 0 ]; then
+  step "kernel" labs/kernel/build.sh
+  step "image" labs/kernel/mkinitramfs.sh
+  step "guest-smoke" labs/kernel/smoke-test.sh
+  step "guest-selftests" labs/kernel/selftests.sh --quick
+else
+  echo "(GUEST=0: kernel build and QEMU steps skipped)"
+fi
+
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed steps: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -76,6 +76,8 @@ struct mm_struct {
 	uint64_t hold_start_ns;		/* model clock at acquisition */
 	uint64_t hold_vmas;		/* VMAs visited during this hold */
 	bool writer_queued;		/* a writer sleeps in the wait queue */
+	uint64_t writer_since_ns;	/* ... since this model time */
+	uint64_t writer_arrives_at;	/* test hook: queue one at this visit */
 	mm_writer_fn writer;		/* what it does once it gets the lock */
 	void *writer_arg;
 };
@@ -97,6 +99,7 @@ void mm_add_ineligible(struct mm_struct *mm, unsigned long count);
 unsigned long mm_add_eligible(struct mm_struct *mm, const char *pmd_states);
 size_t mm_unmap(struct mm_struct *mm, unsigned long start, unsigned long end);
 enum pmd_state mm_pmd_state(struct mm_struct *mm, unsigned long address);
+void mm_collapse_pmd(struct mm_struct *mm, unsigned long address);
 
 /* The VMA iterator: vma_iter_init()/vma_iter_set() + for_each_vma(). */
 void vma_iter_init(struct vma_iterator *vmi, struct mm_struct *mm,
@@ -110,6 +113,7 @@ bool mmap_read_trylock(struct mm_struct *mm);
 void mmap_read_lock(struct mm_struct *mm);
 void mmap_read_lock_nosteal(struct mm_struct *mm);
 void mmap_read_unlock(struct mm_struct *mm);
+void mmap_writer_arrives(struct mm_struct *mm);
 static inline void cond_resched(void) { }
 
 #endif

@@ -3,14 +3,7 @@
 
 #include <stdlib.h>
 
-/*
- * Not modelled, once for the whole file: writers' optimistic spinning on
- * the owner (CONFIG_RWSEM_SPIN_ON_OWNER, so RWSEM_NONSPINNABLE is never
- * set and a writer that fails goes straight to the queue), preemption
- * control, lockdep, RT/deadline tasks, and the killable/interruptible
- * variants (no signals, so no out_nolock paths).
- */
-
+/* No lockdep map and no CONFIG_DEBUG_RWSEMS magic in the model. */
 void init_rwsem(struct rw_semaphore *sem)
 {
 	atomic_init(&sem->count, RWSEM_UNLOCKED_VALUE);
@@ -142,6 +135,7 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem)
 	struct rwsem_waiter waiter;
 	DEFINE_WAKE_Q(wake_q);
 
+	/* 6.12 spins on the owner first; the model has no spinning: it queues. */
 	waiter.task = current;
 	waiter.type = RWSEM_WAITING_FOR_WRITE;
 	waiter.timeout = jiffies + sem->wait_timeout_ns;
@@ -180,7 +174,12 @@ static void rwsem_down_write_slowpath(struct rw_semaphore *sem)
 /* endregion: write-slowpath */
 
 /* region: nosteal-api */
-/* 6.12's __down_read_common() with the series' extra argument. */
+/*
+ * 6.12's __down_read_common() with the series' extra argument (a bool
+ * steal there; a policy here, so that WRITER_FIRST fits too), minus
+ * preempt_disable() (userspace cannot) and the state argument: the model
+ * has no signals, so no _killable variants and no out_nolock paths.
+ */
 static inline void __down_read_common(struct rw_semaphore *sem,
 				      enum rwsem_steal_policy policy)
 {

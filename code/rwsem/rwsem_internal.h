@@ -3,7 +3,7 @@
 #define MMLOCKS_RWSEM_INTERNAL_H
 
 #include "rwsem.h"
-#include "sched.h"
+#include "task.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)

@@ -6,7 +6,7 @@
  * the count; count is the value it saw. Return true if it keeps that bias
  * as a read lock now (a "steal", possibly ahead of queued waiters), false
  * if it must queue. Readers woken here are left in wake_q for the caller.
- * With policy RWSEM_STEAL this is 6.12's code, line for line.
+ * With policy RWSEM_STEAL it decides exactly as 6.12 does.
  */
 /* region: read-slowpath-steal */
 bool rwsem_read_steal(struct rw_semaphore *sem, long count,
@@ -15,19 +15,15 @@ bool rwsem_read_steal(struct rw_semaphore *sem, long count,
 	long rcnt = (count >> RWSEM_READER_SHIFT);
 	bool steal = true;
 
-	/* region: nosteal-decision */
-	/* down_read_nosteal(): the caller asked never to steal. */
-	if (policy == RWSEM_NOSTEAL)
-		steal = false;
-	/* endregion: nosteal-decision */
-
-	/*
-	 * If other readers very likely hold the lock (rcnt counts us too),
-	 * a stream of stealing readers could starve a sleeping writer: queue.
-	 */
+	/* Other readers likely inside (rcnt counts us): stealing could starve. */
 	if ((atomic_load_explicit(&sem->owner, memory_order_relaxed) &
 	     RWSEM_READER_OWNED) && rcnt > 1 && !(count & RWSEM_WRITER_LOCKED))
 		steal = false;
+
+	/* region: nosteal-decision */
+	if (policy == RWSEM_NOSTEAL)	/* down_read_nosteal() */
+		steal = false;
+	/* endregion: nosteal-decision */
 
 	if (!steal || (count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF)))
 		return false;

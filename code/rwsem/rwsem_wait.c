@@ -115,7 +115,7 @@ bool rwsem_try_write_lock(struct rw_semaphore *sem, struct rwsem_waiter *waiter)
 
 		new = count;
 		if (count & RWSEM_LOCK_MASK) {
-			/* Held: only a timed-out waiter may request handoff. */
+			/* Held: a timed-out waiter requests handoff (no RT tasks here). */
 			if (has_handoff || !time_after(jiffies, waiter->timeout))
 				return false;
 			new |= RWSEM_FLAG_HANDOFF;

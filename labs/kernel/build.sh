@@ -217,6 +217,10 @@ fi
 # ---- stage: config ----------------------------------------------------------
 mkdir -p "$OBJ"
 LOG=$OBJ/build.log
+# gcc's temporary files stay in the cache: a /tmp cleaner (or a small
+# tmpfs) must not break a long build.
+export TMPDIR=$OBJ/.tmp
+mkdir -p "$TMPDIR"
 # Patched kernels say so in uname -r; --no-patches builds are plain $KVER.
 LOCALVER=-mmlocks
 [ ${#PATCHES[@]} -gt 0 ] || LOCALVER=

@@ -8,7 +8,9 @@
 #include <sys/types.h>
 
 /* Where the patched kernel and the stock kernel keep what the labs touch. */
+#ifndef MG_KNOBS /* overridable only for throwaway tests on a stock kernel */
 #define MG_KNOBS "/sys/kernel/debug/mmlocks"
+#endif
 #define MG_LOCKEV "/sys/kernel/debug/lock_event_counts"
 #define MG_TRACING "/sys/kernel/tracing"
 #define MG_THP "/sys/kernel/mm/transparent_hugepage"

@@ -1,6 +1,6 @@
-/* sched.h - just enough of the scheduler for rwsem: task_struct, current, schedule(), wake_q. */
-#ifndef MMLOCKS_SCHED_H
-#define MMLOCKS_SCHED_H
+/* task.h - just enough of the scheduler for rwsem: task_struct, current, schedule(), wake_q. */
+#ifndef MMLOCKS_TASK_H
+#define MMLOCKS_TASK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

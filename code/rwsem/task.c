@@ -1,6 +1,6 @@
-/* sched.c - tasks, sleeping and wake_q for the userspace rwsem (futex based). */
+/* task.c - tasks, sleeping and wake_q for the userspace rwsem (futex based). */
 #define _GNU_SOURCE
-#include "sched.h"
+#include "task.h"
 #include "list.h"
 
 #include <errno.h>

@@ -1,0 +1,548 @@
+/* Shared helpers for the in-guest experiment programs (see mmlocks_guest.h). */
+#define _GNU_SOURCE
+#include "mmlocks_guest.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void mgj_raw(struct mg_json *j, const char *s)
+{
+	size_t n = strlen(s);
+
+	/* Leave room for the closing "}\n"; a record never gets this long. */
+	if (j->len + n + 3 > sizeof(j->buf))
+		n = sizeof(j->buf) - j->len - 3;
+	memcpy(j->buf + j->len, s, n);
+	j->len += n;
+	j->buf[j->len] = '\0';
+}
+
+static void mgj_quoted(struct mg_json *j, const char *s)
+{
+	char esc[8];
+
+	mgj_raw(j, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			esc[2] = '\0';
+		} else if (c < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		} else {
+			esc[0] = (char)c;
+			esc[1] = '\0';
+		}
+		mgj_raw(j, esc);
+	}
+	mgj_raw(j, "\"");
+}
+
+static void mgj_key(struct mg_json *j, const char *key)
+{
+	if (!j->first)
+		mgj_raw(j, ",");
+	j->first = false;
+	mgj_quoted(j, key);
+	mgj_raw(j, ":");
+}
+
+void mgj_start(struct mg_json *j, const char *type, const char *experiment)
+{
+	j->len = 0;
+	j->buf[0] = '\0';
+	j->first = true;
+	mgj_raw(j, "{");
+	mgj_str(j, "type", type);
+	if (experiment)
+		mgj_str(j, "experiment", experiment);
+}
+
+void mgj_str(struct mg_json *j, const char *key, const char *val)
+{
+	mgj_key(j, key);
+	if (val)
+		mgj_quoted(j, val);
+	else
+		mgj_raw(j, "null");
+}
+
+void mgj_int(struct mg_json *j, const char *key, long long val)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", val);
+	mgj_key(j, key);
+	mgj_raw(j, num);
+}
+
+void mgj_num(struct mg_json *j, const char *key, double val)
+{
+	char num[48];
+
+	mgj_key(j, key);
+	if (!isfinite(val)) {
+		mgj_raw(j, "null");
+		return;
+	}
+	snprintf(num, sizeof(num), "%.6g", val);
+	mgj_raw(j, num);
+}
+
+void mgj_bool(struct mg_json *j, const char *key, bool val)
+{
+	mgj_key(j, key);
+	mgj_raw(j, val ? "true" : "false");
+}
+
+void mgj_null(struct mg_json *j, const char *key)
+{
+	mgj_key(j, key);
+	mgj_raw(j, "null");
+}
+
+void mgj_emit(struct mg_json *j)
+{
+	size_t off = 0;
+
+	memcpy(j->buf + j->len, "}\n", 3);
+	j->len += 2;
+	fflush(stdout);
+	while (off < j->len) {
+		ssize_t w = write(STDOUT_FILENO, j->buf + off, j->len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+void mg_error(const char *experiment, const char *fmt, ...)
+{
+	struct mg_json j;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
+	mgj_start(&j, "error", experiment);
+	mgj_str(&j, "msg", msg);
+	mgj_emit(&j);
+}
+
+void mg_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", program_invocation_short_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+bool mg_parse_ll(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+bool mg_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+ssize_t mg_read_file(const char *path, char *buf, size_t size)
+{
+	ssize_t n, got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)got + 1 < size) {
+		n = read(fd, buf + got, size - 1 - (size_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		got += n;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return got;
+}
+
+int mg_read_ll(const char *path, long long *out)
+{
+	char buf[256];
+	ssize_t n = mg_read_file(path, buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	if (sscanf(buf, "%lld", out) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+/* Async-signal-safe: used by the restorer from a signal handler too. */
+static int write_file_raw(const char *path, const char *val, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (len && write(fd, val, len) != (ssize_t)len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int mg_write_file(const char *path, const char *val)
+{
+	return write_file_raw(path, val, strlen(val));
+}
+
+/* ---- knobs and restore ------------------------------------------------ */
+
+#define MG_MAX_KNOBS 32
+#define MG_MAX_CHILDREN 16
+
+struct saved_knob {
+	char path[192];
+	char old[192];
+};
+
+static struct saved_knob saved[MG_MAX_KNOBS];
+static volatile int nsaved;
+static volatile pid_t children[MG_MAX_CHILDREN];
+static pid_t owner_pid;
+static volatile sig_atomic_t restoring;
+volatile int mg_stop_signal;
+
+/* "always [madvise] never" -> "madvise"; "7 (expanded: 1408)" -> "1408"; lists kept. */
+static void knob_canonical(const char *raw, char *out, size_t size)
+{
+	const char *lb = strchr(raw, '['), *rb = lb ? strchr(lb, ']') : NULL;
+	size_t n = 0;
+
+	if (lb && rb) {
+		n = (size_t)(rb - lb - 1);
+		if (n >= size)
+			n = size - 1;
+		memcpy(out, lb + 1, n);
+	} else if ((lb = strstr(raw, "(expanded: "))) {
+		/* An unexpanded ring buffer: restore the size it would expand to. */
+		for (lb += strlen("(expanded: "); lb[n] >= '0' && lb[n] <= '9' && n + 1 < size; n++)
+			out[n] = lb[n];
+	} else {
+		/* Multi-line lists (set_event_pid) become one space-separated line. */
+		for (; raw[n] && n + 1 < size; n++)
+			out[n] = raw[n] == '\n' ? ' ' : raw[n];
+		while (n && out[n - 1] == ' ')
+			n--;
+	}
+	out[n] = '\0';
+}
+
+int mg_knob_set(const char *path, const char *val)
+{
+	int i, n = nsaved;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(saved[i].path, path))
+			break;
+	if (i == n) {
+		char raw[192];
+		ssize_t r;
+
+		if (n == MG_MAX_KNOBS || strlen(path) >= sizeof(saved[0].path))
+			return -ENOSPC;
+		r = mg_read_file(path, raw, sizeof(raw));
+		if (r < 0)
+			return (int)r;
+		snprintf(saved[n].path, sizeof(saved[n].path), "%s", path);
+		knob_canonical(raw, saved[n].old, sizeof(saved[n].old));
+		__atomic_store_n(&nsaved, n + 1, __ATOMIC_RELEASE);
+	}
+	return mg_write_file(path, val);
+}
+
+int mg_knob_set_ll(const char *path, long long val)
+{
+	char num[32];
+
+	snprintf(num, sizeof(num), "%lld", val);
+	return mg_knob_set(path, num);
+}
+
+void mg_register_child(pid_t pid)
+{
+	for (int i = 0; i < MG_MAX_CHILDREN; i++)
+		if (!children[i]) {
+			children[i] = pid;
+			return;
+		}
+}
+
+void mg_unregister_child(pid_t pid)
+{
+	for (int i = 0; i < MG_MAX_CHILDREN; i++)
+		if (children[i] == pid)
+			children[i] = 0;
+}
+
+void mg_restore_all(void)
+{
+	if (getpid() != owner_pid || __atomic_exchange_n(&restoring, 1, __ATOMIC_ACQ_REL))
+		return;
+	/* Children first: they may hold khugepaged work or many VMAs. */
+	for (int i = 0; i < MG_MAX_CHILDREN; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGKILL);
+	for (int i = __atomic_load_n(&nsaved, __ATOMIC_ACQUIRE) - 1; i >= 0; i--)
+		write_file_raw(saved[i].path, saved[i].old, strlen(saved[i].old));
+}
+
+static void on_signal(int sig)
+{
+	static const char msg[] = "guest program: signal, restoring knobs\n";
+
+	mg_stop_signal = sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+		/* nothing more we can do from a signal handler */
+	}
+	mg_restore_all();
+	_exit(128 + sig);
+}
+
+void mg_install_restore(void)
+{
+	struct sigaction sa;
+
+	owner_pid = getpid();
+	atexit(mg_restore_all);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+void mg_require(const char *experiment, const char *const *paths)
+{
+	for (; *paths; paths++)
+		if (!mg_exists(*paths)) {
+			mg_error(experiment,
+				 "%s is missing: this program needs the patched mmlocks 6.12 kernel "
+				 "with debugfs at /sys/kernel/debug and tracefs at /sys/kernel/tracing",
+				 *paths);
+			exit(MG_EXIT_WRONG_KERNEL);
+		}
+}
+
+pid_t mg_find_comm(const char *comm)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = -1;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		char path[288], buf[64];
+		long long pid;
+
+		if (!mg_parse_ll(de->d_name, 1, 1 << 30, &pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		if (mg_read_file(path, buf, sizeof(buf)) <= 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!strcmp(buf, comm)) {
+			found = (pid_t)pid;
+			break;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* ---- time ------------------------------------------------------------- */
+
+uint64_t mg_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void mg_sleep_us(unsigned long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* ---- statistics ------------------------------------------------------- */
+
+void mg_lat_init(struct mg_lat *l, size_t cap)
+{
+	memset(l, 0, sizeof(*l));
+	l->v = malloc(cap * sizeof(*l->v));
+	l->cap = l->v ? cap : 0;
+}
+
+void mg_lat_reset(struct mg_lat *l)
+{
+	l->n = 0;
+	l->count = 0;
+	l->max = 0;
+}
+
+void mg_lat_add(struct mg_lat *l, uint64_t ns)
+{
+	if (l->n < l->cap)
+		l->v[l->n++] = ns;
+	l->count++;
+	if (ns > l->max)
+		l->max = ns;
+}
+
+void mg_lat_free(struct mg_lat *l)
+{
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+uint64_t mg_lat_pct(struct mg_lat *l, double p)
+{
+	size_t rank;
+
+	if (!l->n)
+		return 0;
+	qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
+	rank = (size_t)ceil(p / 100.0 * (double)l->n);
+	if (rank < 1)
+		rank = 1;
+	if (rank > l->n)
+		rank = l->n;
+	return l->v[rank - 1];
+}
+
+int mg_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double mg_median(double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof(*v), mg_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+/* ---- layouts ---------------------------------------------------------- */
+
+int mg_map_small_vmas(uintptr_t base, size_t npages)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap((void *)base, npages * pg, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	if ((uintptr_t)p != base) { /* kernels before 4.17 ignore the flag */
+		munmap(p, npages * pg);
+		return -EEXIST;
+	}
+	for (size_t i = 1; i < npages; i += 2)
+		if (mprotect(p + i * pg, pg, PROT_READ))
+			return -errno;
+	return 0;
+}
+
+long mg_count_vmas(uintptr_t lo, uintptr_t hi, long *total)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	long inside = 0, all = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		all++;
+		if (s >= lo && e <= hi)
+			inside++;
+	}
+	fclose(f);
+	if (total)
+		*total = all;
+	return inside;
+}
+
+long long mg_anon_huge_kb(void)
+{
+	char buf[4096], *p;
+
+	if (mg_read_file("/proc/self/smaps_rollup", buf, sizeof(buf)) <= 0)
+		return -1;
+	p = strstr(buf, "AnonHugePages:");
+	if (!p)
+		return -1;
+	return strtoll(p + strlen("AnonHugePages:"), NULL, 10);
+}

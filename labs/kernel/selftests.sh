@@ -1,0 +1,99 @@
+#!/bin/bash
+# Run the 6.12 khugepaged selftest (tools/testing/selftests/mm/khugepaged.c,
+# built from the pristine tree into the initramfs) on the patched kernel,
+# once per knob setting, one QEMU boot per setting.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+PROG=labs/kernel/selftests.sh
+
+# Knob settings: "label|mmlocks.knobs value" (empty value = kernel defaults).
+FULL_SETTINGS=(
+	"defaults|"
+	"rwsem_steal_policy=0|rwsem_steal_policy=0"
+	"rwsem_steal_policy=2|rwsem_steal_policy=2"
+	"khugepaged_per_slot_cursor=0|khugepaged_per_slot_cursor=0"
+	"khugepaged_skip_batch=0|khugepaged_skip_batch=0"
+)
+QUICK_SETTINGS=(
+	"defaults|"
+	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0"
+)
+FULL_TYPES=khugepaged:anon,madvise:anon
+QUICK_TYPES=khugepaged:anon
+
+usage() {
+	cat <<EOF
+usage: $PROG [--quick] [--verbose] [--no-build] [--help]
+
+Boots the mmlocks kernel with mmlocks.mode=selftests once per knob setting
+and runs the 6.12 khugepaged selftest in the guest:
+  full (make kernel-selftests): $FULL_TYPES under
+      defaults, rwsem_steal_policy=0, rwsem_steal_policy=2,
+      khugepaged_per_slot_cursor=0, khugepaged_skip_batch=0
+  --quick (make test): $QUICK_TYPES under the defaults and with all
+      three knobs at their stock value (0)
+Cases that need swap (collapse_swapin_single_pte, collapse_max_ptes_swap)
+are reported as known-skipped; any other failure fails the run.
+Logs: build/selftests/<setting>.{jsonl,console.log}.
+
+  --quick     the short subset
+  --verbose   one line per test case
+  --no-build  do not call build.sh / mkinitramfs.sh
+  --help      this text
+Exit status: 0 pass, 1 failure, 2 usage.
+EOF
+}
+die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+QUICK=0 VERBOSE= BUILD=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--help|-h) usage; exit 0 ;;
+	--quick) QUICK=1; shift ;;
+	--verbose) VERBOSE=--verbose; shift ;;
+	--no-build) BUILD=0; shift ;;
+	*) die_usage "unknown argument '$1'" ;;
+	esac
+done
+
+T0=$(date +%s)
+if [ "$BUILD" = 1 ]; then
+	timeout 3600 "$HERE/build.sh" >/dev/null || die "kernel build failed (run labs/kernel/build.sh)"
+	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
+fi
+if [ "$QUICK" = 1 ]; then
+	SETTINGS=("${QUICK_SETTINGS[@]}") TYPES=$QUICK_TYPES
+else
+	SETTINGS=("${FULL_SETTINGS[@]}") TYPES=$FULL_TYPES
+fi
+ntypes=$(echo "$TYPES" | tr , '\n' | grep -c .)
+GTMO=600                           # per selftest type, in the guest
+HTMO=$((120 + ntypes * (GTMO + 20)))
+
+OUT=$TOP/build/selftests
+mkdir -p "$OUT"
+ARGS=()
+for s in "${SETTINGS[@]}"; do
+	label=${s%%|*} knobs=${s#*|}
+	file=$(echo "$label" | tr -c 'A-Za-z0-9_.\n-' _)
+	append="mmlocks.mode=selftests mmlocks.selftests=$TYPES mmlocks.timeout=$GTMO"
+	[ -n "$knobs" ] && append="$append mmlocks.knobs=$knobs"
+	s0=$(date +%s)
+	printf '%s: %-28s %s ... ' "$PROG" "$label" "$TYPES"
+	"$HERE/run-qemu.sh" --timeout "$HTMO" --append "$append" \
+		--results "$OUT/$file.jsonl" --console-log "$OUT/$file.console.log" \
+		>"$OUT/$file.runner.log" 2>&1
+	rc=$?
+	echo "booted and back in $(( $(date +%s) - s0 )) s$([ $rc = 0 ] || echo ", run-qemu.sh exit $rc")"
+	[ $rc = 0 ] || sed 's/^/    /' "$OUT/$file.runner.log" | tail -n 60
+	ARGS+=(--run "$label" "$OUT/$file.jsonl" "$OUT/$file.console.log")
+done
+
+SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
+python3 "$HERE/selftests/check.py" $VERBOSE --source "$SRC" "${ARGS[@]}"
+rc=$?
+echo "$PROG: wall time $(( $(date +%s) - T0 )) s (logs: build/selftests/)"
+exit $rc

@@ -1,0 +1,174 @@
+#!/bin/bash
+# Host-only tests of the QEMU plumbing (no kernel, no QEMU): run the guest
+# /init in dry-run mode under busybox sh against a fake root, then feed its
+# output to summarize.py and check.py and assert on what they report.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+K=$(cd "$HERE/.." && pwd)
+case "${1:-}" in
+--help|-h) echo "usage: labs/kernel/selftests/test-host.sh   (no arguments; exit 0 = all passed)"; exit 0 ;;
+"") ;;
+*) echo "usage: labs/kernel/selftests/test-host.sh" >&2; exit 2 ;;
+esac
+BB=$(command -v busybox) || { echo "busybox missing"; exit 1; }
+W=$(mktemp -d)
+trap "rm -rf \"$W\"" EXIT; [ -n "${KEEP:-}" ] && trap - EXIT
+fails=0 n=0
+ok() { n=$((n + 1)); echo "ok   $1"; }
+bad() { n=$((n + 1)); fails=$((fails + 1)); echo "FAIL $1${2:+: $2}"; }
+expect() { # expect DESCRIPTION PYTHON-EXPR-ON-RECS FILE
+	if python3 - "$3" "$2" <<'EOF'
+import json, sys
+recs = []
+for l in open(sys.argv[1], errors="replace"):
+    l = l.strip()
+    try:
+        recs.append(json.loads(l))
+    except ValueError:
+        recs.append(l)
+def typed(t, **kv):
+    return [r for r in recs if isinstance(r, dict) and r.get("type") == t
+            and all(r.get(k) == v for k, v in kv.items())]
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+	then ok "$1"; else bad "$1" "$(head -c 600 "$3")"; fi
+}
+
+# ---- a fake guest root ---------------------------------------------------------
+R=$W/root
+mkdir -p "$R"/{bin,labs/selftests,etc/mmlocks,proc,sys/kernel/debug/mmlocks} \
+	"$R"/sys/kernel/debug/lock_event_counts \
+	"$R"/sys/kernel/tracing/events/mmap_lock/{mmap_lock_start_locking,mmap_lock_acquire_returned,mmap_lock_released}
+for a in $("$BB" --list); do ln -s "$BB" "$R/bin/$a"; done
+cp /proc/meminfo "$R/proc/meminfo"
+echo 1 >"$R/sys/kernel/debug/mmlocks/rwsem_steal_policy"
+echo 1 >"$R/sys/kernel/debug/mmlocks/khugepaged_per_slot_cursor"
+echo 1024 >"$R/sys/kernel/debug/mmlocks/khugepaged_skip_batch"
+for e in rwsem_rlock_steal rwsem_rlock .reset_counts; do echo 0 >"$R/sys/kernel/debug/lock_event_counts/$e"; done
+for e in "$R"/sys/kernel/tracing/events/mmap_lock/*; do echo 0 >"$e/enable"; done
+cat >"$R/labs/good" <<'EOF'
+#!/bin/sh
+case "$1" in --help) echo "usage: good [--quick]"; exit 0 ;; esac
+echo "progress on stderr" >&2
+echo '{"type":"info","quick":"'"$1"'"}'
+echo '{"type":"summary","experiment":"good","metric":"m","unit":"us","before":100,"after":10,"ratio":10,"published":null,"source":null,"goal":">= 5x","pass":true}'
+EOF
+cat >"$R/labs/hang" <<'EOF'
+#!/bin/sh
+case "$1" in --help) echo "usage: hang"; exit 0 ;; esac
+echo '{"type":"info","msg":"about to hang"}'
+exec sleep 600
+EOF
+cat >"$R/labs/notjson" <<'EOF'
+#!/bin/sh
+echo "plain text, not JSON"
+exit 0
+EOF
+cat >"$R/labs/selftests/khugepaged" <<'EOF'
+#!/bin/sh
+e=$(printf '\033')
+echo "Save THP and khugepaged settings... ${e}[32mOK${e}[0m"
+echo "args: $*"
+echo; echo "Run test: collapse_full (khugepaged:anon)"
+echo "Collapse multiple fully populated PTE table.... ${e}[32mOK${e}[0m"
+echo; echo "Run test: collapse_swapin_single_pte (khugepaged:anon)"
+echo "Swapout one page... ${e}[31mFail${e}[0m"
+if [ -e /tmp/mmlocks-test-fail ] || [ -e "$MMLOCKS_ROOT/fail" ]; then
+	echo; echo "Run test: collapse_empty (khugepaged:anon)"
+	echo "Do not collapse empty PTE table... ${e}[31mTimeout${e}[0m"
+	exit 2
+fi
+exit 1
+EOF
+chmod 755 "$R"/labs/* "$R"/labs/selftests/khugepaged
+cat >"$R/etc/mmlocks/experiments" <<'EOF'
+# name   command
+good     /labs/good --flag
+hang     /labs/hang
+EOF
+
+dry() { # dry MODE-WORDS OUTFILE
+	MMLOCKS_DRYRUN=1 MMLOCKS_ROOT=$R MMLOCKS_CMDLINE="console=ttyS0 $1" MMLOCKS_RESULTS=$2 \
+		TIMEFORMAT="  [dry $1: %R s]"; time timeout 60 "$BB" sh "$K/init" >"$2.console" 2>&1
+}
+
+# ---- mode=run ---------------------------------------------------------------------
+dry "mmlocks.run=good,hang,nosuch mmlocks.quick=1 mmlocks.timeout=2" "$W/run.jsonl"
+expect "run: guest record first, with the knob values" \
+	'recs[0]["type"] == "guest" and recs[0]["knobs"]["khugepaged_skip_batch"] == "1024" and recs[0]["quick"] is True' "$W/run.jsonl"
+expect "run: every line on the results port is a JSON object" \
+	'all(isinstance(r, dict) for r in recs)' "$W/run.jsonl"
+expect "run: good framed by begin/end, rc 0, --quick appended after its arguments" \
+	'typed("begin", experiment="good") and typed("end", experiment="good")[0]["rc"] == 0 and typed("info")[0]["quick"] == "--flag"' "$W/run.jsonl"
+expect "run: hang is stopped by the per-experiment timeout (TERM, rc 143)" \
+	'typed("end", experiment="hang")[0]["rc"] == 143 and typed("end", experiment="hang")[0]["timeout"] is True' "$W/run.jsonl"
+expect "run: an unknown experiment gets an error record and rc 127" \
+	'typed("end", experiment="nosuch")[0]["rc"] == 127 and typed("error")' "$W/run.jsonl"
+if grep -q "progress on stderr" "$W/run.jsonl.console"; then ok "run: program stderr goes to the console"; else bad "run: program stderr goes to the console"; fi
+
+# ---- summarize.py on that run ------------------------------------------------------
+RD=$W/rundir; mkdir -p "$RD"
+cp "$W/run.jsonl" "$RD/good.jsonl"
+printf 'junk\n{"type":"begin","experiment":"crashy","quick":false}\n{"type":"info"}\n' >"$RD/crashy.jsonl"
+printf '{"experiments":[{"name":"good","status":"ok"},{"name":"crashy","status":"panic"},{"name":"silent","status":"ok"}],"accel":"tcg","vcpus":2,"mem_mib":2048,"kernel_release":"6.12.0-test","qemu":"7.2"}\n' >"$RD/meta.json"
+if "$K/summarize.py" "$RD" >/dev/null 2>&1; then ok "summarize: exit 0"; else bad "summarize: exit 0"; fi
+S=$RD/summary.md
+grep -q '^| good | m | no published figure | 100 us | 10 us | 10.0x | >= 5x | PASS |$' "$S" && ok "summarize: good row PASS" || bad "summarize: good row PASS" "$(cat "$S")"
+grep -q '^| crashy |.*FAIL: kernel panic |$' "$S" && ok "summarize: panic row FAIL" || bad "summarize: panic row FAIL" "$(cat "$S")"
+grep -q '^| silent |.*FAIL: no result' "$S" && ok "summarize: missing experiment says no result" || bad "summarize: missing experiment says no result" "$(cat "$S")"
+grep -q '^| hang |.*FAIL: timed out in the guest |$' "$S" && ok "summarize: guest timeout row FAIL" || bad "summarize: guest timeout row FAIL" "$(cat "$S")"
+grep -q 'quick run' "$RD/good.md" && grep -q '6.12.0-test\|Linux' "$RD/good.md" && ok "summarize: fragment names the environment and the quick run" || bad "summarize: fragment" "$(cat "$RD/good.md")"
+"$K/summarize.py" --bogus "$RD" >/dev/null 2>&1; [ $? = 2 ] && ok "summarize: bad option exits 2" || bad "summarize: bad option exits 2"
+
+# ---- mode=smoke ----------------------------------------------------------------------
+dry "mmlocks.mode=smoke mmlocks.timeout=2" "$W/smoke.jsonl"
+expect "smoke: release, 3 knobs, lock events, trace events reported present" \
+	'typed("smoke", check="release") and len([r for r in typed("smoke", check="knob") if r["exists"] and r["readable"]]) == 3 and all(r["exists"] for r in typed("smoke", check="lock_event") + typed("smoke", check="trace_event"))' "$W/smoke.jsonl"
+expect "smoke: every program ran --help and --quick (framed by program)" \
+	'sorted(r["program"] for r in typed("smoke", check="help")) == ["good", "hang", "notjson"] and len(typed("end")) == 3' "$W/smoke.jsonl"
+expect "smoke: the non-JSON line of notjson reaches the host for it to judge" \
+	'"plain text, not JSON" in recs' "$W/smoke.jsonl"
+expect "smoke: finished" 'typed("smoke", check="done")' "$W/smoke.jsonl"
+rm "$R/sys/kernel/debug/mmlocks/khugepaged_skip_batch"
+dry "mmlocks.mode=smoke mmlocks.timeout=2" "$W/smoke2.jsonl"
+expect "smoke: a missing knob is reported missing" \
+	'typed("smoke", check="knob", name="khugepaged_skip_batch")[0]["exists"] is False' "$W/smoke2.jsonl"
+
+# ---- mode=selftests and check.py --------------------------------------------------
+dry "mmlocks.mode=selftests mmlocks.knobs=rwsem_steal_policy=0,khugepaged_skip_batch=0" "$W/st.jsonl"
+expect "selftests: knobs applied, a missing knob is not ok" \
+	'typed("knob", name="rwsem_steal_policy")[0]["ok"] is True and typed("knob", name="khugepaged_skip_batch")[0]["ok"] is False' "$W/st.jsonl"
+expect "selftests: default type khugepaged:anon, raw text between begin and end" \
+	'typed("begin", selftest="khugepaged:anon") and "args: khugepaged:anon" in recs and typed("end")[0]["rc"] == 1' "$W/st.jsonl"
+echo 1024 >"$R/sys/kernel/debug/mmlocks/khugepaged_skip_batch"
+dry "mmlocks.mode=selftests mmlocks.knobs=rwsem_steal_policy=2" "$W/st-ok.jsonl"
+: >"$W/empty.log"
+out=$(python3 "$HERE/check.py" --run defaults "$W/st-ok.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "1 passed, 1 known-skipped, 0 failed" && echo "$out" | grep -q "known-skipped: collapse_swapin_single_pte: needs swap" &&
+	ok "check.py: a known-skipped failure passes, with its reason" || bad "check.py: known-skipped" "$out"
+out=$(python3 "$HERE/check.py" --run knobs "$W/st.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "knob khugepaged_skip_batch=0 could not be set" &&
+	ok "check.py: a knob that could not be set fails" || bad "check.py: knob failure" "$out"
+touch "$R/fail"
+dry "mmlocks.mode=selftests" "$W/st-fail.jsonl"
+rm -f "$R/fail"
+out=$(python3 "$HERE/check.py" --run defaults "$W/st-fail.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "failed: collapse_empty (Do not collapse empty PTE table... Timeout)" &&
+	ok "check.py: any other failing case fails the run" || bad "check.py: other failure" "$out"
+echo "[  5.0] BUG: kernel NULL pointer dereference" >"$W/oops.log"
+out=$(python3 "$HERE/check.py" --run defaults "$W/st-ok.jsonl" "$W/oops.log" 2>&1); rc=$?
+[ $rc = 1 ] && ok "check.py: a BUG on the console fails" || bad "check.py: console BUG" "$out"
+head -n 3 "$W/st-ok.jsonl" >"$W/st-cut.jsonl"
+out=$(python3 "$HERE/check.py" --run cut "$W/st-cut.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "no end record" && ok "check.py: a run cut short fails" || bad "check.py: cut short" "$out"
+
+# ---- mode=probe, mode=shell ---------------------------------------------------------
+dry "mmlocks.mode=probe" "$W/probe.jsonl"
+grep -q '^MMLOCKS-PROBE-OK' "$W/probe.jsonl.console" && ok "probe: prints the marker" || bad "probe: marker" "$(cat "$W/probe.jsonl.console")"
+dry "mmlocks.mode=shell" "$W/shell.jsonl"
+grep -q 'khugepaged_skip_batch *= 1024 ' "$W/shell.jsonl.console" && grep -q 'Power off' "$W/shell.jsonl.console" &&
+	ok "shell: banner shows the knobs and how to power off" || bad "shell: banner" "$(cat "$W/shell.jsonl.console")"
+
+echo "$((n - fails))/$n host tests passed"
+[ $fails = 0 ]

@@ -1,0 +1,146 @@
+#!/bin/bash
+# Smoke test of the guest (part of `make test`): boot the mmlocks kernel in
+# mode=smoke and check on the host that it is 6.12.y, that every knob, lock
+# event counter and mmap_lock trace event exists, and that every /labs
+# program runs --help and --quick and prints only JSON objects.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+PROG=labs/kernel/smoke-test.sh
+
+usage() {
+	cat <<EOF
+usage: $PROG [--no-build] [--timeout SECONDS] [--help]
+
+Builds the kernel and initramfs if needed, boots once with mmlocks.mode=smoke
+and prints one line per check (ok/FAIL). Logs stay in build/smoke/.
+
+  --no-build          do not call build.sh / mkinitramfs.sh
+  --timeout SECONDS   QEMU limit (default: 120 + 75 per guest program)
+  --help              this text
+Exit status: 0 all checks pass, 1 a check failed, 2 usage.
+EOF
+}
+die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+BUILD=1 TMO=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--help|-h) usage; exit 0 ;;
+	--no-build) BUILD=0; shift ;;
+	--timeout) [ $# -ge 2 ] || die_usage "--timeout needs seconds"; TMO=$2; shift 2 ;;
+	*) die_usage "unknown argument '$1'" ;;
+	esac
+done
+case "$TMO" in '') ;; *[!0-9]*|0) die_usage "--timeout must be a positive number, got '$TMO'" ;; esac
+
+T0=$(date +%s)
+if [ "$BUILD" = 1 ]; then
+	timeout 3600 "$HERE/build.sh" >/dev/null || die "kernel build failed (run labs/kernel/build.sh)"
+	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
+fi
+# Guest programs the initramfs has (the names the guest must report).
+mapfile -t PROGS < <(for f in "$TOP"/labs/*/guest/*.c; do
+	[ -f "$f" ] && [ "$(basename "$f")" != mmlocks_guest.c ] && basename "$f" .c; done | sort)
+[ -n "$TMO" ] || TMO=$((120 + 75 * ${#PROGS[@]}))
+
+OUT=$TOP/build/smoke
+mkdir -p "$OUT"
+echo "$PROG: booting mode=smoke (${#PROGS[@]} guest program(s), timeout ${TMO}s)"
+"$HERE/run-qemu.sh" --timeout "$TMO" --append "mmlocks.mode=smoke mmlocks.timeout=60" \
+	--results "$OUT/results.jsonl" --console-log "$OUT/console.log"
+qrc=$?
+
+python3 - "$OUT/results.jsonl" "$OUT/console.log" "$qrc" "${PROGS[@]}" <<'EOF'
+import json, re, sys
+res, con, qrc, progs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+KNOBS = ["rwsem_steal_policy", "khugepaged_per_slot_cursor", "khugepaged_skip_batch"]
+LOCKEV = ["rwsem_rlock_steal", "rwsem_rlock", ".reset_counts"]
+TRACE = ["mmap_lock_start_locking", "mmap_lock_acquire_returned", "mmap_lock_released"]
+fails = 0
+def check(ok, what, detail=""):
+    global fails
+    print("%-5s %s%s" % ("ok" if ok else "FAIL", what, ": " + detail if detail else ""))
+    fails += 0 if ok else 1
+
+lines = open(res, "rb").read().decode("utf-8", "replace").replace("\r", "").split("\n")
+smoke = {}
+runs = {}          # program -> {"lines": [...], "rc": N}
+cur = None
+for raw in lines:
+    line = raw.strip("\0").strip()
+    if not line:
+        continue
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        rec = None
+    if cur is not None:
+        if isinstance(rec, dict) and rec.get("type") == "end" and rec.get("program") == cur:
+            runs[cur]["rc"] = rec.get("rc")
+            runs[cur]["seconds"] = rec.get("seconds")
+            cur = None
+        else:
+            runs[cur]["lines"].append(line)
+        continue
+    if not isinstance(rec, dict):
+        continue
+    t = rec.get("type")
+    if t == "begin" and "program" in rec:
+        cur = rec["program"]
+        runs[cur] = {"lines": [], "rc": None}
+    elif t == "smoke":
+        c = rec.get("check")
+        key = c if c in ("release", "done") else (c, rec.get("name") or rec.get("program"))
+        smoke[key] = rec
+
+check(qrc == 0, "guest booted and powered off", "" if qrc == 0 else "run-qemu.sh exit %d" % qrc)
+rel = smoke.get("release", {}).get("value")
+check(bool(rel) and re.match(r"6\.12\.\d+", rel) is not None, "uname -r is 6.12.y", str(rel))
+for k in KNOBS:
+    r = smoke.get(("knob", k), {})
+    check(r.get("exists") is True and r.get("readable") is True,
+          "knob /sys/kernel/debug/mmlocks/" + k,
+          "value %s" % r.get("value") if r.get("exists") else "missing")
+for e in LOCKEV:
+    r = smoke.get(("lock_event", e), {})
+    check(r.get("exists") is True, "lock event counter " + e)
+for e in TRACE:
+    r = smoke.get(("trace_event", e), {})
+    check(r.get("exists") is True, "trace event mmap_lock/" + e)
+for p in progs:
+    h = smoke.get(("help", p))
+    check(h is not None and h.get("rc") == 0 and h.get("lines", 0) > 0,
+          "/labs/%s --help" % p,
+          "not run" if h is None else "rc %s, %s line(s)" % (h.get("rc"), h.get("lines")))
+    r = runs.get(p)
+    if r is None:
+        check(False, "/labs/%s --quick" % p, "not run")
+        continue
+    bad = []
+    for l in r["lines"]:
+        try:
+            if not isinstance(json.loads(l), dict):
+                bad.append(l)
+        except ValueError:
+            bad.append(l)
+    detail = "rc %s, %d line(s), %s s" % (r["rc"], len(r["lines"]), r.get("seconds"))
+    if bad:
+        detail += ", %d not a JSON object, first: %.80s" % (len(bad), bad[0])
+    check(r["rc"] == 0 and len(r["lines"]) > 0 and not bad, "/labs/%s --quick" % p, detail)
+check("done" in smoke, "guest finished the smoke checks")
+try:
+    text = open(con, errors="replace").read()
+except OSError:
+    text = ""
+m = re.search(r"^.*(Oops|BUG:|WARNING:|general protection fault|Kernel panic).*$", text, re.M)
+check(m is None, "no oops, BUG, WARNING or panic on the console",
+      m.group(0).strip()[:100] if m else "")
+print("%d check(s) failed" % fails if fails else "all checks passed")
+sys.exit(1 if fails else 0)
+EOF
+rc=$?
+echo "$PROG: wall time $(( $(date +%s) - T0 )) s (logs: build/smoke/)"
+exit $rc

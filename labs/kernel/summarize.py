@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Turn one `make reproduce` run directory into Markdown: summary.md (one row
+per summary record, PASS/FAIL) and <experiment>.md fragments for the book."""
+
+import glob
+import json
+import os
+import sys
+import time
+
+USAGE = """usage: summarize.py [--print] RUNDIR
+
+Reads RUNDIR/<experiment>.jsonl (the guest's results port: JSON lines framed
+by begin/end records; other lines are ignored and counted), RUNDIR/meta.json
+(written by reproduce.sh: runner status per experiment, guest size,
+accelerator, kernel release) or else RUNDIR/<experiment>.meta.json, and writes
+  RUNDIR/summary.md        experiment, published figure and source, our
+                           before/after/ratio, goal, PASS/FAIL
+  RUNDIR/<experiment>.md   the same rows for one experiment, with the guest
+                           size, accelerator, kernel release and date
+An experiment without a summary record gets a "no result" row and FAILs; so
+does one that crashed, timed out or exited non-zero.
+
+  --print   also print summary.md on stdout
+  --help    this text
+"""
+
+
+def usage_error(msg):
+    sys.stderr.write("summarize.py: %s\n%s" % (msg, USAGE))
+    sys.exit(2)
+
+
+def parse_lines(path):
+    """JSON objects of a results file, in order, and the number of lines
+    that were not JSON objects (the serial port may carry anything)."""
+    records, garbage = [], 0
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return records, garbage
+    for raw in data.decode("utf-8", errors="replace").split("\n"):
+        line = raw.replace("\r", "").replace("\0", "").strip()
+        if not line:
+            continue
+        obj = None
+        for cand in (line, line[line.find("{"):] if "{" in line else None):
+            if cand is None:
+                continue
+            try:
+                obj = json.loads(cand)
+                break
+            except ValueError:
+                continue
+        if isinstance(obj, dict) and isinstance(obj.get("type"), str):
+            records.append(obj)
+        else:
+            garbage += 1
+    return records, garbage
+
+
+class Experiment:
+    def __init__(self, name):
+        self.name = name
+        self.begun = self.ended = False
+        self.rc = None
+        self.seconds = None
+        self.guest_timeout = False
+        self.quick = None
+        self.summaries = []
+        self.errors = []
+        self.garbage = 0
+        self.runner = None      # reproduce.sh's record: status, wall_seconds
+        self.guest = None       # the guest record (release, nproc, mem_kb)
+        self.meta = None        # run-qemu.sh's <experiment>.meta.json
+
+    def problem(self):
+        """Why this experiment cannot PASS, or None."""
+        st = (self.runner or {}).get("status")
+        if st == "timeout":
+            return "timed out (QEMU killed)"
+        if st == "panic":
+            return "kernel panic"
+        if st == "interrupted":
+            return "interrupted"
+        if st == "not-run":
+            return "not run"
+        if st not in (None, "ok"):
+            return "runner: %s" % st
+        if not self.begun:
+            return "no result (experiment did not start)"
+        if not self.ended:
+            return "crashed (no end record)"
+        if self.guest_timeout:
+            return "timed out in the guest"
+        if self.rc != 0:
+            return "exit status %s" % self.rc
+        if not self.summaries:
+            return "no result"
+        return None
+
+
+def collect(rundir, meta):
+    exps = {}
+    order = []
+
+    def get(name):
+        if name not in exps:
+            exps[name] = Experiment(name)
+            order.append(name)
+        return exps[name]
+
+    for r in meta.get("experiments", []):
+        if isinstance(r, dict) and isinstance(r.get("name"), str):
+            get(r["name"]).runner = r
+    for path in sorted(glob.glob(os.path.join(rundir, "*.jsonl"))):
+        stem = os.path.basename(path)[:-len(".jsonl")]
+        records, garbage = parse_lines(path)
+        cur = None
+        guest = None
+        for rec in records:
+            t = rec["type"]
+            name = rec.get("experiment")
+            if t == "guest":
+                guest = rec
+            elif t == "begin" and isinstance(name, str):
+                cur = get(name)
+                cur.begun = True
+                cur.quick = bool(rec.get("quick"))
+                cur.guest = guest
+            elif t == "end" and isinstance(name, str):
+                e = get(name)
+                e.ended = True
+                e.rc = rec.get("rc")
+                e.seconds = rec.get("seconds")
+                e.guest_timeout = rec.get("timeout") is True
+                cur = None
+            elif t == "summary":
+                target = get(name) if isinstance(name, str) else cur
+                if target is not None:
+                    target.summaries.append(rec)
+            elif t == "error" and cur is not None:
+                cur.errors.append(str(rec.get("msg", "")))
+        owner = exps.get(stem)
+        if owner is not None:
+            owner.garbage += garbage
+            mp = os.path.join(rundir, stem + ".meta.json")
+            if os.path.exists(mp):
+                try:
+                    with open(mp) as f:
+                        owner.meta = json.load(f)
+                except (OSError, ValueError):
+                    pass
+    return [exps[n] for n in order]
+
+
+def num(x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None if x is None else str(x)
+    if isinstance(x, int) or float(x).is_integer():
+        return str(int(x))
+    a = abs(x)
+    if a >= 100:
+        return "%.0f" % x
+    if a >= 1:
+        return ("%.2f" % x).rstrip("0").rstrip(".")
+    return "%.3g" % x
+
+
+def cell(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def measured(value, unit, label):
+    v = num(value)
+    if v is None:
+        return "\u2014"
+    s = v + (" " + unit if unit else "")
+    if label:
+        s += " (%s)" % label
+    return s
+
+
+def rows_of(e):
+    """(metric, published, before, after, ratio, goal, verdict) per row."""
+    why = e.problem()
+    if not e.summaries:
+        return [("\u2014", "\u2014", "\u2014", "\u2014", "\u2014", "\u2014",
+                 "FAIL: " + (why or "no result"))]
+    out = []
+    for s in e.summaries:
+        unit = s.get("unit") or ""
+        pub = s.get("published") or "no published figure"
+        if s.get("source"):
+            pub += " \u2014 " + str(s["source"])
+        r = s.get("ratio")
+        ratio = ("%.1f" % r if isinstance(r, (int, float)) and not isinstance(r, bool)
+                 and abs(r) < 1000 else num(r))
+        ok = s.get("pass") is True and why is None
+        verdict = "PASS" if ok else "FAIL" + (": " + why if why else
+                                              "" if s.get("pass") is False
+                                              else ": no verdict")
+        out.append((s.get("metric") or "\u2014", pub,
+                    measured(s.get("before"), unit, s.get("before_label")),
+                    measured(s.get("after"), unit, s.get("after_label")),
+                    ratio + "x" if ratio else "\u2014",
+                    s.get("goal") or "\u2014", verdict))
+    return out
+
+
+def env_line(e, meta):
+    """Where and how this was measured: guest size, accelerator, release."""
+    m = dict(meta)
+    if e.meta:
+        for k, v in e.meta.items():
+            m.setdefault(k, v)
+    rel = (e.guest or {}).get("release") or m.get("kernel_release", "unknown")
+    vcpus = (e.guest or {}).get("nproc") or m.get("vcpus", "?")
+    mem = m.get("mem_mib")
+    accel = m.get("accel", "?")
+    cpu = m.get("cpu")
+    date = (m.get("started") or "")[:10] or time.strftime("%Y-%m-%d", time.gmtime())
+    s = "Linux %s in QEMU %s (%s%s), %s vCPUs, %s RAM, %s" % (
+        rel, m.get("qemu", "?"), accel.upper() if accel in ("kvm", "tcg") else accel,
+        ", -cpu " + cpu if cpu else "", vcpus,
+        "%s MiB" % mem if mem else "?", date)
+    host = (m.get("host") or {}).get("cpu")
+    if host:
+        s += "; host CPU %s" % host
+    if e.quick or m.get("quick"):
+        s += "; **quick run** (--quick: short settings, not the measurement)"
+    return s
+
+
+HEAD = ("| Experiment | Metric | Published (source) | Before | After | Ratio "
+        "| Goal | Result |\n|---|---|---|---|---|---|---|---|\n")
+FRAG_HEAD = ("| Metric | Published (source) | Before | After | Ratio | Goal "
+             "| Result |\n|---|---|---|---|---|---|---|\n")
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    args = argv[1:]
+    if "--help" in args or "-h" in args:
+        sys.stdout.write(USAGE)
+        return 0
+    do_print = False
+    rest = []
+    for a in args:
+        if a == "--print":
+            do_print = True
+        elif a.startswith("-"):
+            usage_error("unknown option '%s'" % a)
+        else:
+            rest.append(a)
+    if len(rest) != 1:
+        usage_error("need exactly one RUNDIR")
+    rundir = rest[0]
+    if not os.path.isdir(rundir):
+        usage_error("'%s' is not a directory" % rundir)
+    meta = {}
+    mp = os.path.join(rundir, "meta.json")
+    if os.path.exists(mp):
+        try:
+            with open(mp) as f:
+                meta = json.load(f)
+        except (OSError, ValueError) as err:
+            sys.stderr.write("summarize.py: ignoring unreadable %s: %s\n" % (mp, err))
+    exps = collect(rundir, meta)
+    if not exps:
+        sys.stderr.write("summarize.py: no experiments in %s (no *.jsonl, no meta.json)\n" % rundir)
+        return 1
+
+    table, notes = HEAD, []
+    npass = nfail = 0
+    for e in exps:
+        rows = rows_of(e)
+        frag = FRAG_HEAD
+        for r in rows:
+            table += "| %s |\n" % " | ".join(cell(c) for c in (e.name,) + r)
+            frag += "| %s |\n" % " | ".join(cell(c) for c in r)
+            if r[-1] == "PASS":
+                npass += 1
+            else:
+                nfail += 1
+        frag += "\n" + env_line(e, meta) + ".\n"
+        extra = []
+        if e.errors:
+            extra.append("errors reported: " + "; ".join(e.errors))
+        if e.garbage:
+            extra.append("%d non-JSON line(s) ignored" % e.garbage)
+        if e.seconds is not None:
+            extra.append("ran %s s in the guest" % num(e.seconds))
+        if extra:
+            notes.append("- %s: %s" % (e.name, ", ".join(extra)))
+        write_atomic(os.path.join(rundir, e.name + ".md"), frag)
+
+    first = exps[0]
+    summary = "# make reproduce: %s\n\n" % os.path.basename(os.path.abspath(rundir))
+    summary += env_line(first, meta) + ".\n\n" + table
+    summary += "\n%d PASS, %d FAIL.\n" % (npass, nfail)
+    if notes:
+        summary += "\nNotes:\n" + "\n".join(notes) + "\n"
+    write_atomic(os.path.join(rundir, "summary.md"), summary)
+    if do_print:
+        sys.stdout.write(summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -52,7 +52,7 @@ build/book.html: FORCE $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
-	  --css scripts/book/book.css --metadata pagetitle=mmlocks -o $@.tmp && mv $@.tmp $@
+	  --css scripts/book/book.css --metadata pagetitle=mmlocks -t html5 -o $@.tmp && mv $@.tmp $@
 
 build/book.epub: FORCE $(DIAGRAMS) | plots
 	@mkdir -p $(@D)

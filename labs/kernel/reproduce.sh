@@ -132,7 +132,13 @@ for name in "${RUNLIST[@]}"; do
 		st=oops
 	fi
 	printf '%s %s %s %s\n' "$name" "$st" "$rc" "$secs" >>"$STATUS_FILE"
-	echo "$st (${secs}s)"
+	grc=$(sed -n 's/.*"type":"end".*"rc":\([0-9]*\).*/\1/p' "$RUN/$name.jsonl" 2>/dev/null | tail -n 1)
+	if [ "$st" != ok ]; then verdict=$st
+	elif [ -z "$grc" ]; then verdict="no end record"
+	elif [ "$grc" = 0 ]; then verdict=ok
+	else verdict="program exit status $grc"
+	fi
+	echo "$verdict (${secs}s)"
 	if [ "$st" != ok ]; then
 		sed 's/^/    /' "$RUN/.runner-$name.log" | tail -n 60
 	fi

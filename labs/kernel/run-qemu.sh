@@ -21,7 +21,8 @@ usage: $PROG [options]
                        meta file (guest size, accelerator, kernel release)
                        to FILE.meta.json (FILE minus .jsonl)
   --console-log FILE   keep the console (ttyS0) here (default: a temporary
-                       file, shown in part if the boot fails)
+                       file, shown in part if the boot fails; with
+                       --interactive: build/qemu-console.log)
   --interactive        console on this terminal, mode=shell unless --append
                        sets a mode; capped at 4 hours (Ctrl-A X kills QEMU)
   --accel auto|kvm|tcg auto (default): KVM if a probe boot under KVM works
@@ -106,8 +107,9 @@ qemu_cmd() {   # $1 accel, $2 cpu, $3 console chardev spec, $4 results spec, $5 
 # that aborts on an MSR, or "KVM internal error" mid-boot and a paused VM),
 # so the only reliable test is to boot: mode=probe prints a marker and powers
 # off at once. The verdict is cached per (QEMU, kernel, host).
+KVM_DEV=${MMLOCKS_KVM_DEV:-/dev/kvm}   # tests point this elsewhere
 probe_kvm() {
-	if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+	if [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
 		echo tcg; return
 	fi
 	local key cache=$TOP/build/kvm-probe.cache plog=$TOP/build/kvm-probe.log
@@ -115,9 +117,9 @@ probe_kvm() {
 	if [ -f "$cache" ] && [ "$(sed -n 's/^key //p' "$cache")" = "$key" ]; then
 		sed -n 's/^verdict //p' "$cache"; return
 	fi
-	note "probing KVM with a short boot (log: ${plog#$TOP/})"
+	note "probing KVM with a short boot (console: ${plog#$TOP/}, QEMU errors: ${plog%.log}.err)"
 	qemu_cmd kvm host "file,id=con0,path=$plog" null "mmlocks.mode=probe"
-	timeout -k 5 30 "${QCMD[@]}" </dev/null >>"$plog" 2>&1
+	timeout -k 5 30 "${QCMD[@]}" </dev/null >"${plog%.log}.err" 2>&1
 	local v=tcg
 	grep -q 'MMLOCKS-PROBE-OK' "$plog" 2>/dev/null && v=kvm
 	printf 'key %s\nverdict %s\n' "$key" "$v" >"$cache.tmp.$$" && mv -f "$cache.tmp.$$" "$cache"
@@ -126,7 +128,7 @@ probe_kvm() {
 case "$ACCEL" in
 auto) ACCEL=$(probe_kvm)
       [ "$ACCEL" = tcg ] && note "KVM not usable on this host (probe boot failed or no /dev/kvm; see RUNNING.md): using TCG (-accel tcg -cpu max), slower" ;;
-kvm) [ -w /dev/kvm ] || die "--accel kvm: /dev/kvm is not usable" ;;
+kvm) [ -w "$KVM_DEV" ] || die "--accel kvm: $KVM_DEV is not usable" ;;
 esac
 if [ "$ACCEL" = kvm ]; then
 	ACCEL_ARG=kvm CPU=host
@@ -136,7 +138,9 @@ fi
 
 # ---- files ------------------------------------------------------------------
 TMPLOG=
-if [ -z "$CONLOG" ]; then
+if [ -z "$CONLOG" ] && [ "$INTERACTIVE" = 1 ]; then
+	CONLOG=$TOP/build/qemu-console.log
+elif [ -z "$CONLOG" ]; then
 	TMPLOG=$(mktemp "$TOP/build/.console.XXXXXX")
 	CONLOG=$TMPLOG
 fi

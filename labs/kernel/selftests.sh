@@ -61,7 +61,7 @@ done
 
 T0=$(date +%s)
 if [ "$BUILD" = 1 ]; then
-	timeout 3600 "$HERE/build.sh" >/dev/null || die "kernel build failed (run labs/kernel/build.sh)"
+	timeout 3600 "$HERE/build.sh" || die "kernel build failed (run labs/kernel/build.sh)"
 	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
 fi
 if [ "$QUICK" = 1 ]; then

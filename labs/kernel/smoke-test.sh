@@ -38,7 +38,7 @@ case "$TMO" in '') ;; *[!0-9]*|0) die_usage "--timeout must be a positive number
 
 T0=$(date +%s)
 if [ "$BUILD" = 1 ]; then
-	timeout 3600 "$HERE/build.sh" >/dev/null || die "kernel build failed (run labs/kernel/build.sh)"
+	timeout 3600 "$HERE/build.sh" || die "kernel build failed (run labs/kernel/build.sh)"
 	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
 fi
 # Guest programs the initramfs has (the names the guest must report).

@@ -4,7 +4,10 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static __thread struct actor *self_actor;
 
@@ -35,6 +38,26 @@ static void harness_hook(struct rw_semaphore *sem, enum rwsem_hook_point point,
 		a->released = false;
 	}
 	pthread_mutex_unlock(&a->m);
+}
+
+static void watchdog_fired(int sig)
+{
+#define XSTR(x) STR(x)
+#define STR(x) #x
+	static const char msg[] = "test watchdog: not done after "
+		XSTR(HARNESS_WATCHDOG_S) " s (a lost wakeup or a deadlock?)\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Each Criterion test runs in its own process: alarm() bounds just it. */
+void harness_watchdog(void)
+{
+	signal(SIGALRM, watchdog_fired);
+	alarm(HARNESS_WATCHDOG_S);
 }
 
 void harness_init(struct harness *h, enum rwsem_steal_policy policy,

@@ -50,6 +50,13 @@ struct actor {
 	long acquired_at;		/* h->seq at its last lock acquisition */
 };
 
+/*
+ * Criterion's own --timeout / .timeout can deadlock its runner (Criterion
+ * issue #345), so tests bound themselves: use this as a suite's .init.
+ */
+#define HARNESS_WATCHDOG_S 60
+void harness_watchdog(void);
+
 void harness_init(struct harness *h, enum rwsem_steal_policy policy,
 		  long long wait_timeout_ns);
 void harness_fini(struct harness *h);	/* asserts the lock is idle */

@@ -2,11 +2,13 @@
 #include <criterion/criterion.h>
 
 #include "../rwsem_internal.h"
+#include "harness.h"
 
 static struct rw_semaphore sem;
 
 static void setup(void)
 {
+	harness_watchdog();
 	init_rwsem(&sem);
 }
 
@@ -20,7 +22,7 @@ static long owner(void)
 	return atomic_load(&sem.owner);
 }
 
-TestSuite(basic, .init = setup, .timeout = 10);
+TestSuite(basic, .init = setup);
 
 Test(basic, read_lock_adds_one_bias_and_marks_reader_owned)
 {

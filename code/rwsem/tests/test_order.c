@@ -3,7 +3,7 @@
 
 #include "harness.h"
 
-TestSuite(order, .timeout = 30);
+TestSuite(order, .init = harness_watchdog);
 
 Test(order, steal_reader_retakes_before_queued_writer)
 {

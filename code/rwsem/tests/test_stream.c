@@ -4,6 +4,7 @@
 #include <semaphore.h>
 
 #include "../rwsem.h"
+#include "harness.h"
 #include "../task.h"
 
 /* Hold the lock a while between drops, as a scan over many VMAs would. */
@@ -52,7 +53,7 @@ static void stream(enum rwsem_steal_policy policy, int nreaders)
 		cr_assert_eq(pthread_create(&th[i], NULL, drop_retake_reader, &s), 0);
 	for (int i = 0; i < nreaders; i++)
 		sem_wait(&s.started);	/* the stream is flowing */
-	/* A starved writer never returns here; the suite timeout fails it. */
+	/* A starved writer never returns here; the watchdog fails the test. */
 	for (int i = 0; i < writes; i++) {
 		down_write(&s.sem);
 		up_write(&s.sem);
@@ -70,7 +71,7 @@ static void stream(enum rwsem_steal_policy policy, int nreaders)
 	sem_destroy(&s.started);
 }
 
-TestSuite(stream, .timeout = 60);
+TestSuite(stream, .init = harness_watchdog);
 
 Test(stream, steal_one_reader)		{ stream(RWSEM_STEAL, 1); }
 Test(stream, steal_two_readers)		{ stream(RWSEM_STEAL, 2); }

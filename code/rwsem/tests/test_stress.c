@@ -1,9 +1,10 @@
 /* test_stress.c - mutual exclusion and no lost wakeups, for every steal policy, with and without quick handoff. */
 #include <criterion/criterion.h>
 
+#include "harness.h"
 #include "stress.h"
 
-TestSuite(stress, .timeout = 60);
+TestSuite(stress, .init = harness_watchdog);
 
 static void check(enum rwsem_steal_policy policy, long long timeout_ns)
 {

@@ -12,7 +12,7 @@
  */
 
 /* Test names start with todoN_: the skeleton checker maps them to steps. */
-TestSuite(lab01, .timeout = 30);
+TestSuite(lab01, .init = harness_watchdog);
 
 /* A holds the lock, W queued, B arrives: B would be the second reader. */
 Test(lab01, todo1_second_reader_queues_behind_writer)

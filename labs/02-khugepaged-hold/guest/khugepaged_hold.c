@@ -21,7 +21,7 @@
 static struct {
 	long long vmas, batch, scans, timeout, region_mb, pause_us;
 	bool quick;
-} opt = { 1000000, 1024, 3, 120, 16, 1000, false };
+} opt = { 1000000, 1024, 5, 120, 16, 1000, false };
 
 /* ---- what the trace reader accumulates per configuration --------------- */
 
@@ -35,6 +35,7 @@ struct window {
 static struct window win[2];
 static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
 static long long lost_events, trace_lines;
+static uint64_t trace_last_ts; /* newest event timestamp the reader has processed */
 static int trace_stop;
 
 /* Writer cross-check: mmap+munmap latency per configuration. */
@@ -57,7 +58,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --vmas N             ineligible VMAs (1000..2000000, default 1000000; quick 100000)\n"
 		"  --batch N            khugepaged_skip_batch for the 'after' run (1..1000000, default 1024)\n"
-		"  --scans N            complete scans measured per configuration (1..100, default 3; quick 2)\n"
+		"  --scans N            complete scans measured per configuration (1..100, default 5; quick 3)\n"
 		"  --timeout S          bound on each wait, seconds (5..3600, default 120; quick 20)\n"
 		"  --region-mb M        collapsible region, MiB, multiple of 2 (2..512, default 16; quick 8)\n"
 		"  --writer-pause-us U  pause between writer calls (0..1000000, default 1000)\n"
@@ -137,7 +138,7 @@ static void parse_args(int argc, char **argv)
 		if (!set_v)
 			opt.vmas = 100000;
 		if (!set_s)
-			opt.scans = 2;
+			opt.scans = 3;
 		if (!set_t)
 			opt.timeout = 20;
 		if (!set_r)
@@ -200,6 +201,7 @@ static void trace_line(const char *line)
 	if (!ev || !strstr(line, "khugepaged-") || !parse_ts(line, ev + 1, &ts))
 		return;
 	write = strstr(ev, "write=true") != NULL;
+	__atomic_store_n(&trace_last_ts, ts, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&win_lock);
 	if (acq && strstr(ev, "success=false")) {
 		if ((w = window_of(ts)))
@@ -389,8 +391,9 @@ int main(int argc, char **argv)
 	    set_or_fail("/proc/sys/vm/max_map_count", pidbuf))
 		return MG_EXIT_FAIL;
 	if (set_or_fail(MG_THP "/enabled", "madvise") ||
+	    set_or_fail(MG_KNOBS "/rwsem_steal_policy", "1") ||
 	    set_or_fail(MG_KNOBS "/khugepaged_per_slot_cursor", "1") ||
-	    set_or_fail(MG_KNOBS "/khugepaged_skip_batch", "1024") ||
+	    set_or_fail(MG_KNOBS "/khugepaged_skip_batch", "0") ||
 	    set_or_fail(MG_KHUGEPAGED "/scan_sleep_millisecs", "0"))
 		return MG_EXIT_FAIL;
 	/* endregion: setup-knobs */
@@ -462,16 +465,18 @@ int main(int argc, char **argv)
 
 	/* region: measure */
 	for (int c = 0; c < 2 && !mg_stop_signal; c++) {
-		long long s0, deadline_ok = 1;
+		long long s0;
 		uint64_t deadline;
+		bool enough = false;
 
-		mg_knob_set_ll(MG_KNOBS "/khugepaged_skip_batch", batches[c]);
-		/* Start at a scan boundary so that no hold began under the old setting. */
-		if (!wait_counter("full_scans", khp("full_scans") + 1, opt.timeout)) {
-			mg_error(EXP, "full_scans did not advance within %lld s", opt.timeout);
-			rc = MG_EXIT_FAIL;
+		/*
+		 * khugepaged reads the knob once per khugepaged_scan_mm_slot()
+		 * call, and a hold is counted in the window in which it was
+		 * acquired: a call that began under batch 0 holds the lock
+		 * from before the switch, so it never lands in window 1.
+		 */
+		if (mg_knob_set_ll(MG_KNOBS "/khugepaged_skip_batch", batches[c]))
 			break;
-		}
 		s0 = khp("full_scans");
 		pthread_mutex_lock(&win_lock);
 		win[c].end = UINT64_MAX;
@@ -479,32 +484,35 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&win_lock);
 		__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 		mg_log("skip batch %lld: measuring %lld complete scans", batches[c], opt.scans);
-		deadline = mg_now_ns() + (uint64_t)opt.timeout * 1000000000ull;
-		/*
-		 * full_scans also advances when a trylock fails (the only mm rotates
-		 * out), so a complete scan is a full_scans step without a failure.
-		 */
-		for (;;) {
-			long long failed;
+		deadline = win[c].start + (uint64_t)opt.timeout * 1000000000ull;
+		while (!enough && !mg_stop_signal && mg_now_ns() < deadline) {
+			uint64_t t = mg_now_ns(), catchup = t + 2000000000ull;
+			long long fs = khp("full_scans");
 
-			pthread_mutex_lock(&win_lock);
-			failed = win[c].failed_trylocks;
-			pthread_mutex_unlock(&win_lock);
-			dscans[c] = khp("full_scans") - s0;
-			passes[c] = dscans[c] - failed;
-			if (passes[c] >= opt.scans || mg_stop_signal)
-				break;
-			if (mg_now_ns() > deadline) {
-				deadline_ok = 0;
-				break;
-			}
 			mg_sleep_us(50000);
+			/*
+			 * full_scans also advances each time the trylock fails
+			 * (the only registered mm rotates out of the list), so
+			 * a complete scan is a step without a failed trylock.
+			 * Count the failures up to t only once the trace
+			 * reader has got past t.
+			 */
+			while (__atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE) < t &&
+			       mg_now_ns() < catchup && !mg_stop_signal)
+				mg_sleep_us(20000);
+			if (__atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE) < t)
+				continue;
+			pthread_mutex_lock(&win_lock);
+			dscans[c] = fs - s0;
+			passes[c] = dscans[c] - win[c].failed_trylocks;
+			pthread_mutex_unlock(&win_lock);
+			enough = passes[c] >= opt.scans;
 		}
 		__atomic_store_n(&phase, IDLE, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&win_lock);
 		win[c].end = mg_now_ns();
 		pthread_mutex_unlock(&win_lock);
-		if (!deadline_ok)
+		if (!enough)
 			mg_log("skip batch %lld: only %lld complete scans in %lld s", batches[c],
 			       passes[c], opt.timeout);
 	}

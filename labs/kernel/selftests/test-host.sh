@@ -89,9 +89,15 @@ hang     /labs/hang
 EOF
 
 dry() { # dry MODE-WORDS OUTFILE
-	MMLOCKS_DRYRUN=1 MMLOCKS_ROOT=$R MMLOCKS_CMDLINE="console=ttyS0 $1" MMLOCKS_RESULTS=$2 \
-		TIMEFORMAT="  [dry $1: %R s]"; time timeout 60 "$BB" sh "$K/init" >"$2.console" 2>&1
+	env MMLOCKS_DRYRUN=1 MMLOCKS_ROOT="$R" MMLOCKS_CMDLINE="console=ttyS0 $1" MMLOCKS_RESULTS="$2" \
+		timeout 60 "$BB" sh "$K/init" >"$2.console" 2>&1
 }
+
+# ---- safety: outside a guest (not PID 1, no dry run) /init must refuse -------------
+before=$(cat /proc/self/mountinfo)
+env -u MMLOCKS_DRYRUN timeout 10 "$BB" sh "$K/init" >"$W/refuse.out" 2>&1; rc=$?
+[ $rc = 1 ] && [ "$(cat /proc/self/mountinfo)" = "$before" ] && grep -q 'not PID 1' "$W/refuse.out" &&
+	ok "init refuses to run on a host (not PID 1), mounts nothing" || bad "init refuses on a host" "rc $rc"
 
 # ---- mode=run ---------------------------------------------------------------------
 dry "mmlocks.run=good,hang,nosuch mmlocks.quick=1 mmlocks.timeout=2" "$W/run.jsonl"
@@ -167,7 +173,7 @@ out=$(python3 "$HERE/check.py" --run cut "$W/st-cut.jsonl" "$W/empty.log" 2>&1);
 dry "mmlocks.mode=probe" "$W/probe.jsonl"
 grep -q '^MMLOCKS-PROBE-OK' "$W/probe.jsonl.console" && ok "probe: prints the marker" || bad "probe: marker" "$(cat "$W/probe.jsonl.console")"
 dry "mmlocks.mode=shell" "$W/shell.jsonl"
-grep -q 'khugepaged_skip_batch *= 1024 ' "$W/shell.jsonl.console" && grep -q 'Power off' "$W/shell.jsonl.console" &&
+grep -q 'khugepaged_skip_batch *= 1024$' "$W/shell.jsonl.console" && grep -q 'Power off' "$W/shell.jsonl.console" &&
 	ok "shell: banner shows the knobs and how to power off" || bad "shell: banner" "$(cat "$W/shell.jsonl.console")"
 
 echo "$((n - fails))/$n host tests passed"

@@ -21,7 +21,7 @@ while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(
 )
 # Guest programs: static binaries for the QEMU image, compiled for the host here.
 gdir=build/cli-guest; mkdir -p "$gdir"
-for c in labs/*/guest/*.c; do
+for c in labs/[0-9][0-9]-*/guest/*.c; do
   [ -f "$c" ] || continue
   b=$gdir/$(basename "$c" .c)
   if gcc -O1 -std=gnu11 -Wall -Wextra -Werror -pthread -Ilabs/kernel/guest "$c" labs/kernel/guest/mmlocks_guest.c -o "$b" 2>"$b.err"; then

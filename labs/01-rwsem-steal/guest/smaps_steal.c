@@ -291,6 +291,7 @@ int main(int argc, char **argv)
 		mgj_int(&j, "writer_calls", (long long)lat[pol].count);
 		mgj_int(&j, "writer_p50_us", (long long)mg_lat_pct(&lat[pol], 50) / 1000);
 		mgj_int(&j, "writer_p99_us", p99[pol]);
+		mgj_int(&j, "writer_p999_us", (long long)mg_lat_pct(&lat[pol], 99.9) / 1000);
 		mgj_int(&j, "writer_max_us", (long long)lat[pol].max / 1000);
 		mgj_int(&j, "smaps_rollup_reads", (long long)reads[pol]);
 		mgj_num(&j, "smaps_rollup_reads_per_s", (double)reads[pol] / (double)opt.seconds);

@@ -331,6 +331,10 @@ static void sample(int c, long long bval, long long passes, long long dscans)
 	mgj_num(&j, "max_hold_us", (double)w->rhold.max / 1e3);
 	mgj_num(&j, "p99_hold_us", (double)mg_lat_pct(&w->rhold, 99) / 1e3);
 	mgj_num(&j, "p50_hold_us", (double)mg_lat_pct(&w->rhold, 50) / 1e3);
+	/* mg_lat_pct() left the samples sorted: the five longest holds. */
+	if (w->rhold.n)
+		mgj_num_array(&j, "longest_holds_us", w->rhold.v + (w->rhold.n > 5 ? w->rhold.n - 5 : 0),
+			      w->rhold.n > 5 ? 5 : w->rhold.n, 1e3);
 	mgj_num(&j, "max_write_hold_us", (double)w->whold_max / 1e3);
 	mgj_int(&j, "writer_calls", (long long)wlat[c].count);
 	mgj_num(&j, "writer_p99_us", (double)mg_lat_pct(&wlat[c], 99) / 1e3);

@@ -116,6 +116,19 @@ void mgj_null(struct mg_json *j, const char *key)
 	mgj_raw(j, "null");
 }
 
+void mgj_num_array(struct mg_json *j, const char *key, const uint64_t *v, size_t n, double div)
+{
+	char num[48];
+
+	mgj_key(j, key);
+	mgj_raw(j, "[");
+	for (size_t i = 0; i < n; i++) {
+		snprintf(num, sizeof(num), "%s%.6g", i ? "," : "", (double)v[i] / div);
+		mgj_raw(j, num);
+	}
+	mgj_raw(j, "]");
+}
+
 void mgj_emit(struct mg_json *j)
 {
 	size_t off = 0;

@@ -37,6 +37,8 @@ void mgj_int(struct mg_json *j, const char *key, long long val);
 void mgj_num(struct mg_json *j, const char *key, double val); /* NaN/inf -> null */
 void mgj_bool(struct mg_json *j, const char *key, bool val);
 void mgj_null(struct mg_json *j, const char *key);
+/* An array of n numbers, each v[i] / div. */
+void mgj_num_array(struct mg_json *j, const char *key, const uint64_t *v, size_t n, double div);
 void mgj_emit(struct mg_json *j);
 
 /* {"type":"error","experiment":...,"msg":...} on stdout, the message also on stderr. */

@@ -145,23 +145,23 @@ def main(argv):
     known_seen = {}
     for setting, res, con in runs:
         if not os.path.exists(res):
-            print("FAIL  %-40s no results file %s" % (setting, res))
+            print("FAIL  %-46s no results file %s" % (setting, res))
             failures += 1
             continue
         knobs, blocks = parse_run(res)
         for k in knobs:
             if k.get("ok") is not True:
-                print("FAIL  %-40s knob %s=%s could not be set (reads %r)" % (
+                print("FAIL  %-46s knob %s=%s could not be set (reads %r)" % (
                     setting, k.get("name"), k.get("requested"), k.get("value")))
                 failures += 1
         if con and os.path.exists(con):
             with open(con, errors="replace") as f:
                 m = CONSOLE_BAD.search(f.read())
             if m:
-                print("FAIL  %-40s console: %s" % (setting, m.group(0).strip()[:100]))
+                print("FAIL  %-46s console: %s" % (setting, m.group(0).strip()[:100]))
                 failures += 1
         if not blocks:
-            print("FAIL  %-40s no selftest ran (see the console log)" % setting)
+            print("FAIL  %-46s no selftest ran (see the console log)" % setting)
             failures += 1
         for b in blocks:
             label = "%s %s" % (setting, b["type"])
@@ -207,11 +207,11 @@ def main(argv):
                 npass, nknown, len(bad_cases), ", %s s" % secs if secs is not None else "")
             if problems:
                 failures += 1
-                print("FAIL  %-40s %s" % (label, summary))
+                print("FAIL  %-46s %s" % (label, summary))
                 for p in problems:
                     print("        %s" % p)
             else:
-                print("ok    %-40s %s" % (label, summary))
+                print("ok    %-46s %s" % (label, summary))
     for name, why in sorted(known_seen.items()):
         print("known-skipped: %s: %s" % (name, why))
     print("%s" % ("%d failure(s)" % failures if failures else "all selftest runs passed"))

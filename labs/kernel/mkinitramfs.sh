@@ -88,7 +88,7 @@ inputs_hash() {
 	{
 		echo "cc $("$CC" --version | head -n1)"
 		echo "epoch ${SOURCE_DATE_EPOCH:-0}"
-		sha256sum "$0" "$INIT" "$BUSYBOX" "${ST_DEPS[@]}"
+		sha256sum "$HERE/mkinitramfs.sh" "$INIT" "$BUSYBOX" "${ST_DEPS[@]}"
 		[ -f "$EXPERIMENTS" ] && sha256sum "$EXPERIMENTS"
 		for f in "$SHARED_DIR"/*.[ch] "$TOP"/labs/*/guest/*.[ch]; do
 			[ -f "$f" ] && sha256sum "$f"

@@ -15,6 +15,7 @@
 #define EXP "rwsem-steal"
 #define SMALL_BASE 0x100000000ul /* 4 GiB: far below the top-down mmap area */
 #define NPOL 3
+#define BASE NPOL /* phase of the no-reader baseline: the writer alone */
 #define IDLE (-1)
 #define STOP (-2)
 
@@ -28,10 +29,10 @@ static struct {
 	bool quick;
 } opt = { 50000, 20, 1, 200, false };
 
-/* phase: IDLE between policies, 0..2 while policy i is measured, STOP at the end. */
+/* phase: IDLE between policies, 0..2 while policy i is measured, BASE, STOP at the end. */
 static int phase = IDLE;
-static struct mg_lat lat[NPOL];
-static unsigned long long reads[NPOL], read_ns[NPOL];
+static struct mg_lat lat[NPOL + 1];
+static unsigned long long reads[NPOL + 1], read_ns[NPOL + 1];
 
 static void usage(FILE *f)
 {
@@ -43,12 +44,14 @@ static void usage(FILE *f)
 		"in a loop (show_smaps_rollup() walks every VMA under mmap_read_lock and drops\n"
 		"and retakes it when a writer queues); one writer thread does mmap+munmap of\n"
 		"one page (each takes mmap_write_lock) with a pause of U us, timing each call.\n"
-		"For rwsem_steal_policy 0, 1 and 2 (same boot) it resets the lock event\n"
-		"counters, runs S seconds and prints a sample record; then summary records.\n"
+		"It first times the writer alone for S seconds (baseline: the machine's own\n"
+		"latency tail); then, for rwsem_steal_policy 0, 1 and 2 (same boot), it resets\n"
+		"the lock event counters, runs S seconds and prints a sample record; then\n"
+		"summary records.\n"
 		"Every knob it changes is restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
 		"  --vmas N             small VMAs to map (100..1000000, default 50000; quick 20000)\n"
-		"  --seconds S          seconds per policy (1..600, default 20; quick 4)\n"
+		"  --seconds S          seconds per policy and for the baseline (1..600, default 20; quick 4)\n"
 		"  --readers R          smaps_rollup reader threads (1..8, default 1)\n"
 		"  --writer-pause-us U  pause between writer calls (0..1000000, default 200)\n"
 		"  --quick              small, fast settings (< 30 s under TCG)\n"
@@ -132,7 +135,13 @@ static void *reader(void *arg)
 	while (buf && __atomic_load_n(&phase, __ATOMIC_ACQUIRE) != STOP) {
 		uint64_t t0 = mg_now_ns();
 		int p = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
-		ssize_t n = mg_read_file("/proc/self/smaps_rollup", buf, size);
+		ssize_t n;
+
+		if (p == BASE) { /* the baseline measures the writer without us */
+			mg_sleep_us(10000);
+			continue;
+		}
+		n = mg_read_file("/proc/self/smaps_rollup", buf, size);
 
 		if (n <= 0)
 			break;
@@ -254,11 +263,31 @@ int main(int argc, char **argv)
 		return MG_EXIT_FAIL;
 	}
 
-	for (int i = 0; i < NPOL; i++)
+	for (int i = 0; i <= NPOL; i++)
 		mg_lat_init(&lat[i], 1 << 21);
 	for (int i = 0; i < opt.readers; i++)
 		pthread_create(&rt[i], NULL, reader, NULL);
 	pthread_create(&wt, NULL, writer, NULL);
+
+	/*
+	 * Baseline: the writer alone, no smaps_rollup reader. Its latency
+	 * tail is what the machine adds by itself (under TCG, mostly the host
+	 * descheduling a vCPU thread); no policy can beat it.
+	 */
+	mg_log("baseline without reader: measuring %lld s", opt.seconds);
+	__atomic_store_n(&phase, BASE, __ATOMIC_RELEASE);
+	for (long long ms = 0; ms < opt.seconds * 1000 && !mg_stop_signal; ms += 100)
+		mg_sleep_us(100000);
+	__atomic_store_n(&phase, IDLE, __ATOMIC_RELEASE);
+	mg_sleep_us(50000);
+	mgj_start(&j, "sample", EXP);
+	mgj_str(&j, "phase", "baseline: writer alone, no reader");
+	mgj_int(&j, "writer_calls", (long long)lat[BASE].count);
+	mgj_int(&j, "writer_p50_us", (long long)mg_lat_pct(&lat[BASE], 50) / 1000);
+	mgj_int(&j, "writer_p99_us", (long long)mg_lat_pct(&lat[BASE], 99) / 1000);
+	mgj_int(&j, "writer_p999_us", (long long)mg_lat_pct(&lat[BASE], 99.9) / 1000);
+	mgj_int(&j, "writer_max_us", (long long)lat[BASE].max / 1000);
+	mgj_emit(&j);
 
 	/* region: policy-loop */
 	for (int pol = 0; pol < NPOL && !mg_stop_signal; pol++) {
@@ -285,6 +314,7 @@ int main(int argc, char **argv)
 		p99[pol] = (long long)mg_lat_pct(&lat[pol], 99) / 1000;
 
 		mgj_start(&j, "sample", EXP);
+		mgj_str(&j, "phase", "policy");
 		mgj_int(&j, "rwsem_steal_policy", pol);
 		for (size_t i = 0; i < NCOUNTERS; i++)
 			mgj_int(&j, counters[i], after_cnt[i] - before_cnt[i]);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,8 @@
 
 static struct {
 	long long vmas, batch, scans, timeout, region_mb, pause_us;
-	bool quick;
-} opt = { 1000000, 1024, 5, 120, 16, 1000, false };
+	bool quick, pin;
+} opt = { 1000000, 1024, 5, 120, 16, 1000, false, true };
 
 /* ---- what the trace reader accumulates per configuration --------------- */
 
@@ -62,6 +63,7 @@ static void usage(FILE *f)
 		"  --timeout S          bound on each wait, seconds (5..3600, default 120; quick 20)\n"
 		"  --region-mb M        collapsible region, MiB, multiple of 2 (2..512, default 16; quick 8)\n"
 		"  --writer-pause-us U  pause between writer calls (0..1000000, default 1000)\n"
+		"  --no-pin             do not pin khugepaged to the last CPU and this program to the others\n"
 		"  --quick              small, fast settings (< 30 s under TCG)\n"
 		"  --help               this text\n"
 		"\n"
@@ -86,6 +88,7 @@ static void parse_args(int argc, char **argv)
 		{ "region-mb", required_argument, 0, 'r' },
 		{ "writer-pause-us", required_argument, 0, 'p' },
 		{ "quick", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
+		{ "no-pin", no_argument, 0, 'P' },
 		{ 0, 0, 0, 0 },
 	};
 	bool set_v = false, set_s = false, set_t = false, set_r = false;
@@ -124,6 +127,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'q':
 			opt.quick = true;
+			break;
+		case 'P':
+			opt.pin = false;
 			break;
 		case 'h':
 			usage(stdout);
@@ -282,6 +288,43 @@ static void *writer(void *arg)
 	return NULL;
 }
 
+/* ---- CPU placement ----------------------------------------------------- */
+
+/*
+ * khugepaged calls cond_resched() for every VMA while it holds mmap_lock.
+ * If this program's threads (trace reader, writer, poller) wake on its
+ * CPU, khugepaged yields to them with the lock held and the hold we
+ * measure includes our own work. So khugepaged gets the last CPU and we
+ * get the others; its old mask is put back by the restorer.
+ */
+static pid_t pinned_pid;
+static cpu_set_t pinned_old;
+
+static void unpin(void)
+{
+	if (pinned_pid > 0)
+		sched_setaffinity(pinned_pid, sizeof(pinned_old), &pinned_old);
+}
+
+static int pin_cpus(pid_t kthread)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t k, self;
+
+	if (n < 2 || sched_getaffinity(kthread, sizeof(pinned_old), &pinned_old))
+		return -1;
+	CPU_ZERO(&k);
+	CPU_SET((int)n - 1, &k);
+	CPU_ZERO(&self);
+	for (int i = 0; i < n - 1; i++)
+		CPU_SET(i, &self);
+	pinned_pid = kthread;
+	mg_on_restore(unpin);
+	if (sched_setaffinity(kthread, sizeof(k), &k) || sched_setaffinity(0, sizeof(self), &self))
+		return -1;
+	return (int)n - 1;
+}
+
 /* ---- helpers ---------------------------------------------------------- */
 
 static long long khp(const char *name)
@@ -387,6 +430,8 @@ int main(int argc, char **argv)
 	mgj_int(&j, "khugepaged_pid", khugepaged);
 	mgj_int(&j, "pages_to_scan", khp("pages_to_scan"));
 	mgj_bool(&j, "quick", opt.quick);
+	/* Before any thread exists, so that every thread inherits the mask. */
+	mgj_int(&j, "khugepaged_cpu", opt.pin ? pin_cpus(khugepaged) : -1);
 	mgj_emit(&j);
 
 	/* region: setup-knobs */

@@ -23,7 +23,7 @@
 static struct {
 	long long vmas, region_mb, writers, pause_us, runs, sleep_ms, timeout, skip_batch;
 	bool quick;
-} opt = { 10000, 32, 2, 0, 5, 100, 60, 0, false };
+} opt = { 10000, 16, 2, 0, 5, 100, 60, 0, false };
 
 /* What a run's child process reports back through a pipe. */
 struct result {
@@ -49,11 +49,11 @@ static void usage(FILE *f)
 		"\n"
 		"  --runs N             runs per setting (1..%d, default 5; quick 1)\n"
 		"  --vmas N             ineligible VMAs (100..1000000, default 10000)\n"
-		"  --region-mb M        collapsible region, MiB, even (2..512, default 32; quick 16)\n"
+		"  --region-mb M        collapsible region, MiB, even (2..512, default 16)\n"
 		"  --writers W          mmap/munmap threads (0..8, default 2)\n"
 		"  --writer-pause-us U  pause between their calls (0..1000000, default 0)\n"
 		"  --sleep-ms S         khugepaged/scan_sleep_millisecs during runs (0..60000, default 100)\n"
-		"  --timeout T          bound on one run, seconds (1..3600, default 60; quick 8)\n"
+		"  --timeout T          bound on one run, seconds (1..3600, default 60; quick 10)\n"
 		"  --skip-batch B       khugepaged_skip_batch during runs (0..1000000, default 0 = patch 2 alone)\n"
 		"  --quick              small, fast settings (< 30 s under TCG)\n"
 		"  --help               this text\n"
@@ -83,7 +83,7 @@ static void parse_args(int argc, char **argv)
 		{ "quick", no_argument, 0, 'q' },           { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	bool set_n = false, set_r = false, set_t = false;
+	bool set_n = false, set_t = false;
 	int c;
 
 	opterr = 0;
@@ -101,7 +101,6 @@ static void parse_args(int argc, char **argv)
 		case 'r':
 			if (!mg_parse_ll(optarg, 2, 512, &opt.region_mb) || opt.region_mb % 2)
 				bad_usage("--region-mb: expected an even integer in 2..512, got '%s'", optarg);
-			set_r = true;
 			break;
 		case 'w':
 			if (!mg_parse_ll(optarg, 0, 8, &opt.writers))
@@ -139,10 +138,8 @@ static void parse_args(int argc, char **argv)
 	if (opt.quick) {
 		if (!set_n)
 			opt.runs = 1;
-		if (!set_r)
-			opt.region_mb = 16;
 		if (!set_t)
-			opt.timeout = 8;
+			opt.timeout = 10;
 	}
 }
 

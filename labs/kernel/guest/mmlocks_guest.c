@@ -5,7 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
+#include <math.h> /* isfinite, NAN: macros, no libm needed */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,7 +100,11 @@ void mgj_num(struct mg_json *j, const char *key, double val)
 		mgj_raw(j, "null");
 		return;
 	}
-	snprintf(num, sizeof(num), "%.6g", val);
+	/* Counts stay exact; measurements keep six significant digits. */
+	if (val > -1e15 && val < 1e15 && (double)(long long)val == val)
+		snprintf(num, sizeof(num), "%.0f", val);
+	else
+		snprintf(num, sizeof(num), "%.6g", val);
 	mgj_raw(j, num);
 }
 
@@ -268,6 +272,7 @@ static volatile int nsaved;
 static volatile pid_t children[MG_MAX_CHILDREN];
 static pid_t owner_pid;
 static volatile sig_atomic_t restoring;
+static void (*volatile restore_hook)(void);
 volatile int mg_stop_signal;
 
 /* "always [madvise] never" -> "madvise"; "7 (expanded: 1408)" -> "1408"; lists kept. */
@@ -326,6 +331,11 @@ int mg_knob_set_ll(const char *path, long long val)
 	return mg_knob_set(path, num);
 }
 
+void mg_on_restore(void (*fn)(void))
+{
+	restore_hook = fn;
+}
+
 void mg_register_child(pid_t pid)
 {
 	for (int i = 0; i < MG_MAX_CHILDREN; i++)
@@ -350,6 +360,8 @@ void mg_restore_all(void)
 	for (int i = 0; i < MG_MAX_CHILDREN; i++)
 		if (children[i] > 0)
 			kill(children[i], SIGKILL);
+	if (restore_hook)
+		restore_hook();
 	for (int i = __atomic_load_n(&nsaved, __ATOMIC_ACQUIRE) - 1; i >= 0; i--)
 		write_file_raw(saved[i].path, saved[i].old, strlen(saved[i].old));
 }
@@ -477,12 +489,16 @@ static int cmp_u64(const void *a, const void *b)
 
 uint64_t mg_lat_pct(struct mg_lat *l, double p)
 {
+	double r = p / 100.0 * (double)l->n;
 	size_t rank;
 
 	if (!l->n)
 		return 0;
 	qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
-	rank = (size_t)ceil(p / 100.0 * (double)l->n);
+	/* Nearest rank: ceil(p/100 * n), without libm. */
+	rank = (size_t)r;
+	if ((double)rank < r)
+		rank++;
 	if (rank < 1)
 		rank = 1;
 	if (rank > l->n)

@@ -77,6 +77,8 @@ int mg_knob_set_ll(const char *path, long long val);
  */
 void mg_install_restore(void);
 void mg_restore_all(void);
+/* Run fn (async-signal-safe code only) in mg_restore_all(), before the knobs. */
+void mg_on_restore(void (*fn)(void));
 void mg_register_child(pid_t pid);
 void mg_unregister_child(pid_t pid);
 /* Set by the signal handler before it restores; loops may poll it. */

@@ -37,6 +37,7 @@ step "grade" labs/tools/grade-all
 step "cli" scripts/check-cli.sh
 step "book-errors" scripts/book/selftest.sh
 step "book" make --no-print-directory book
+step "kernel-scripts" labs/kernel/selftests/test-host.sh
 if [ "$GUEST" != 0 ]; then
   step "kernel" labs/kernel/build.sh
   step "image" labs/kernel/mkinitramfs.sh

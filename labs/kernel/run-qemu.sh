@@ -29,7 +29,7 @@ usage: $PROG [options]
                        on this host (verdict cached in build/), else TCG
   --help               this text
 
-Environment: VCPUS (default 2, 1..8), MEM (default 2G; 1M VMAs need ~2G).
+Environment: VCPUS (default 2, 1..64), MEM (default 2G; 1M VMAs need ~2G).
 Exit status: 0 guest powered off; 124 timeout; 3 kernel panic; 130 interrupted;
 other: QEMU failed.
 EOF
@@ -64,7 +64,7 @@ case "$APPEND" in *\"*|*\'*) die_usage "--append: no quotes in kernel command li
 VCPUS=${VCPUS:-2}
 MEM=${MEM:-2G}
 case "$VCPUS" in ''|*[!0-9]*) die_usage "VCPUS must be a number, got '$VCPUS'" ;; esac
-{ [ "$VCPUS" -ge 1 ] && [ "$VCPUS" -le 8 ]; } || die_usage "VCPUS must be 1..8 (the kernel has NR_CPUS=8), got $VCPUS"
+{ [ "$VCPUS" -ge 1 ] && [ "$VCPUS" -le 64 ]; } || die_usage "VCPUS must be 1..64 (the kernel has NR_CPUS=64), got $VCPUS"
 # MEM as QEMU takes it: N (MiB), NM, NG.
 case "$MEM" in
 *[Gg]) mem_n=${MEM%[Gg]} mem_mult=1024 ;;

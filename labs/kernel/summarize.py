@@ -172,11 +172,12 @@ def cell(s):
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
-def measured(value, unit, label):
+def measured(value, unit, label, bound=False):
     v = num(value)
     if v is None:
         return "\u2014"
-    s = v + (" " + unit if unit else "")
+    # bound: some runs hit their timeout, so the true value is at least this.
+    s = ("\u2265 " if bound else "") + v + (" " + unit if unit else "")
     if label:
         s += " (%s)" % label
     return s
@@ -201,11 +202,45 @@ def rows_of(e):
         verdict = "PASS" if ok else "FAIL" + (": " + why if why else
                                               "" if s.get("pass") is False
                                               else ": no verdict")
+        # A "before" that hit its timeout is a lower bound, and so is the ratio
+        # (unless "after" hit it too, when the ratio is unknown in direction).
+        lo_b, lo_a = bool(s.get("before_timeouts")), bool(s.get("after_timeouts"))
+        if ratio and lo_b and not lo_a:
+            ratio = "\u2265 " + ratio
+        elif ratio and lo_a:
+            ratio = "~" + ratio
         out.append((s.get("metric") or "\u2014", pub,
-                    measured(s.get("before"), unit, s.get("before_label")),
-                    measured(s.get("after"), unit, s.get("after_label")),
+                    measured(s.get("before"), unit, s.get("before_label"), lo_b),
+                    measured(s.get("after"), unit, s.get("after_label"), lo_a),
                     ratio + "x" if ratio else "\u2014",
                     s.get("goal") or "\u2014", verdict))
+    return out
+
+
+# Summary keys shown in the table already, or not numbers a reader wants.
+SHOWN = {"type", "experiment", "metric", "unit", "before", "after", "ratio",
+         "published", "source", "goal", "pass", "before_label", "after_label"}
+
+
+def details(e):
+    """The other figures each summary record carries (runs, min/max,
+    timeouts, per-scan values...), so the book shows the spread too."""
+    out = ""
+    for s in e.summaries:
+        kv = []
+        for k, v in s.items():
+            if k in SHOWN:
+                continue
+            if isinstance(v, list):
+                v = ", ".join(num(x) or "?" for x in v[:12])
+            elif isinstance(v, bool):
+                v = "yes" if v else "no"
+            else:
+                v = num(v)
+            if v is not None:
+                kv.append("%s: %s" % (k.replace("_", " "), v))
+        if kv:
+            out += "\n- *%s* \u2014 %s\n" % (cell(s.get("metric") or "?"), "; ".join(kv))
     return out
 
 
@@ -291,6 +326,7 @@ def main(argv):
             else:
                 nfail += 1
         frag += "\n" + env_line(e, meta) + ".\n"
+        frag += details(e)
         extra = []
         if e.errors:
             extra.append("errors reported: " + "; ".join(e.errors))

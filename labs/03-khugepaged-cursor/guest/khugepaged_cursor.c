@@ -23,7 +23,7 @@
 static struct {
 	long long vmas, region_mb, writers, pause_us, runs, sleep_ms, timeout, skip_batch;
 	bool quick;
-} opt = { 10000, 16, 2, 0, 5, 100, 60, 0, false };
+} opt = { 10000, 16, 2, 0, 3, 100, 60, 0, false };
 
 /* What a run's child process reports back through a pipe. */
 struct result {
@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"the scan restarts at address 0 after a failed trylock) and 1, alternating.\n"
 		"Every knob it changes is restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
-		"  --runs N             runs per setting (1..%d, default 5; quick 1)\n"
+		"  --runs N             runs per setting (1..%d, default 3; quick 1)\n"
 		"  --vmas N             ineligible VMAs (100..1000000, default 10000)\n"
 		"  --region-mb M        collapsible region, MiB, even (2..512, default 16)\n"
 		"  --writers W          mmap/munmap threads (0..8, default 2)\n"

@@ -36,6 +36,19 @@ struct window {
 static struct window win[2];
 static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
 static long long lost_events, trace_lines;
+
+/*
+ * Per-scan windows are cut after the run, from three logs kept in time
+ * order: every read hold (release time, length), every failed trylock,
+ * and every change of full_scans that the poller saw (when, new value).
+ */
+struct tlog {
+	uint64_t (*v)[2];
+	size_t n, cap;
+	long long dropped; /* entries lost to a failed realloc() */
+};
+
+static struct tlog holds, fails, obs[2];
 static uint64_t trace_last_ts; /* newest event timestamp the reader has processed */
 static int trace_stop;
 
@@ -54,6 +67,10 @@ static void usage(FILE *f)
 		"collapses, sets scan_sleep_millisecs=0, and traces khugepaged's mmap_lock\n"
 		"(mmap_lock_acquire_returned -> mmap_lock_released, read side) over S complete\n"
 		"scans of this mm with khugepaged_skip_batch 0 (stock) and then N (same boot).\n"
+		"Each scan (a step of khugepaged/full_scans not caused by a failed trylock) is\n"
+		"its own window; the headline is the median over the S scans of each scan's\n"
+		"longest read hold, batch 0 against batch N, so one emulator stall cannot set\n"
+		"it. The absolute longest hold of any scan is reported too (noisy under TCG).\n"
 		"A writer thread's mmap+munmap latency is the cross-check. Every knob it changes\n"
 		"is restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
@@ -67,7 +84,8 @@ static void usage(FILE *f)
 		"  --quick              small, fast settings (< 30 s under TCG)\n"
 		"  --help               this text\n"
 		"\n"
-		"Output: JSON lines on stdout (info, one sample per configuration, summaries).\n"
+		"Output: JSON lines on stdout (info, one sample per configuration with the\n"
+		"per-scan maxima, summaries: median per-scan hold, absolute hold, writer).\n"
 		"Exit: 0 ok, 1 run failed, 2 usage, 3 wrong kernel (knobs missing).\n");
 }
 
@@ -187,6 +205,24 @@ static struct window *window_of(uint64_t ts)
 	return NULL;
 }
 
+static void tlog_add(struct tlog *l, uint64_t a, uint64_t b)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 4096;
+		void *v = realloc(l->v, cap * sizeof(*l->v));
+
+		if (!v) {
+			l->dropped++;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n][0] = a;
+	l->v[l->n][1] = b;
+	l->n++;
+}
+
 /* region: hold-pairing */
 static void trace_line(const char *line)
 {
@@ -212,11 +248,13 @@ static void trace_line(const char *line)
 	if (acq && strstr(ev, "success=false")) {
 		if ((w = window_of(ts)))
 			w->failed_trylocks++;
+		tlog_add(&fails, ts, 0);
 	} else if (acq) {
 		*(write ? &wheld : &rheld) = ts;
 	} else if (!write && rheld) {
 		if ((w = window_of(rheld)))
 			mg_lat_add(&w->rhold, ts - rheld);
+		tlog_add(&holds, ts, ts - rheld); /* keyed by release: see per_scan() */
 		rheld = 0;
 	} else if (write && wheld) {
 		if ((w = window_of(wheld)) && ts - wheld > w->whold_max)
@@ -358,7 +396,93 @@ static int set_or_fail(const char *path, const char *val)
 		mg_error(EXP, "writing '%s' to %s: %s", val, path, strerror(-err));
 	return err;
 }
+/* region: per-scan */
+/*
+ * full_scans steps once per complete scan of the mm, just after the scan's
+ * last hold is released and just before the next scan's first trylock, and
+ * once per failed trylock. The poller sees each step a little late, at
+ * time t, so the complete scans by t are the steps by t minus the failed
+ * trylocks traced before t. A boundary is an observation at which that
+ * number grows; b[] gets their times, nsc[] by how much (1 unless the
+ * poller missed a whole scan). Observations after `upto` are left out:
+ * the trace reader has not yet shown their failed trylocks.
+ */
+static size_t scan_bounds(int c, uint64_t upto, uint64_t *b, long long *nsc, size_t cap)
+{
+	uint64_t start = obs[c].v[0][0];
+	long long s0 = (long long)obs[c].v[0][1], done = 0, nf = 0;
+	size_t nb = 0, f = 0;
 
+	if (!obs[c].n)
+		return 0;
+	for (size_t i = 1; i < obs[c].n && obs[c].v[i][0] <= upto; i++) {
+		long long k;
+
+		for (; f < fails.n && fails.v[f][0] < obs[c].v[i][0]; f++)
+			nf += fails.v[f][0] >= start;
+		k = (long long)obs[c].v[i][1] - s0 - nf;
+		if (k > done) {
+			if (nb < cap) {
+				b[nb] = obs[c].v[i][0];
+				nsc[nb] = k - done;
+			}
+			nb++;
+			done = k;
+		}
+	}
+	return nb;
+}
+
+#define MAXB 128 /* > 1 + the largest --scans */
+static uint64_t scan_max[2][MAXB], scan_holds[2][MAXB];
+static size_t nscan[2];
+static long long merged[2], completed[2];
+
+/*
+ * Scan j's window is (b[j-1], b[j]] in release time: every hold of the
+ * scan completed at b[j] ended before that step, and ended after b[j-1]
+ * as long as the poller's lag is shorter than one walk of the VMAs. The
+ * scan completed at b[0] began before the knob was switched: dropped.
+ */
+static void cut_scans(int c)
+{
+	uint64_t b[MAXB];
+	long long nsc[MAXB];
+	size_t nb = scan_bounds(c, UINT64_MAX, b, nsc, MAXB), h = 0;
+
+	for (size_t j = 0; j < nb && j < MAXB; j++)
+		completed[c] += nsc[j];
+	for (size_t j = 1; j < nb && j <= (size_t)opt.scans; j++) {
+		for (; h < holds.n && holds.v[h][0] <= b[j]; h++) {
+			if (holds.v[h][0] <= b[j - 1])
+				continue;
+			scan_holds[c][nscan[c]]++;
+			if (holds.v[h][1] > scan_max[c][nscan[c]])
+				scan_max[c][nscan[c]] = holds.v[h][1];
+		}
+		merged[c] += nsc[j] > 1;
+		nscan[c]++;
+	}
+}
+
+static double scan_median_us(int c)
+{
+	double v[MAXB];
+
+	for (size_t i = 0; i < nscan[c]; i++)
+		v[i] = (double)scan_max[c][i] / 1e3;
+	return mg_median(v, nscan[c]);
+}
+
+static double scan_absmax_us(int c)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < nscan[c]; i++)
+		m = scan_max[c][i] > m ? scan_max[c][i] : m;
+	return (double)m / 1e3;
+}
+/* endregion: per-scan */
 
 static void sample(int c, long long bval, long long passes, long long dscans)
 {
@@ -368,6 +492,10 @@ static void sample(int c, long long bval, long long passes, long long dscans)
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "khugepaged_skip_batch", bval);
 	mgj_int(&j, "complete_scans", passes);
+	mgj_int(&j, "scans_measured", (long long)nscan[c]);
+	mgj_num_array(&j, "per_scan_max_us", scan_max[c], nscan[c], 1e3);
+	mgj_num_array(&j, "per_scan_holds", scan_holds[c], nscan[c], 1);
+	mgj_int(&j, "windows_with_several_scans", merged[c]);
 	mgj_int(&j, "full_scans_delta", dscans);
 	mgj_int(&j, "failed_trylocks", w->failed_trylocks);
 	mgj_int(&j, "read_holds", (long long)w->rhold.count);
@@ -520,50 +648,57 @@ int main(int argc, char **argv)
 
 		/*
 		 * khugepaged reads the knob once per khugepaged_scan_mm_slot()
-		 * call, and a hold is counted in the window in which it was
-		 * acquired: a call that began under batch 0 holds the lock
-		 * from before the switch, so it never lands in window 1.
+		 * call, so the scan under way at the switch is a mixture: the
+		 * per-scan windows start at the first complete scan after it
+		 * (cut_scans()). For the whole-window figures a hold counts in
+		 * the window in which it was acquired: a call that began under
+		 * batch 0 holds the lock from before the switch, so it never
+		 * lands in window 1.
 		 */
 		if (mg_knob_set_ll(MG_KNOBS "/khugepaged_skip_batch", batches[c]))
 			break;
-		s0 = khp("full_scans");
 		pthread_mutex_lock(&win_lock);
 		win[c].end = UINT64_MAX;
 		win[c].start = mg_now_ns();
 		pthread_mutex_unlock(&win_lock);
+		s0 = khp("full_scans");
+		tlog_add(&obs[c], win[c].start, (uint64_t)s0);
+		if (!obs[c].n) {
+			mg_error(EXP, "out of memory for the full_scans log");
+			rc = MG_EXIT_FAIL;
+			break;
+		}
 		__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 		mg_log("skip batch %lld: measuring %lld complete scans", batches[c], opt.scans);
 		deadline = win[c].start + (uint64_t)opt.timeout * 1000000000ull;
 		while (!enough && !mg_stop_signal && mg_now_ns() < deadline) {
-			uint64_t t = mg_now_ns(), catchup = t + 2000000000ull;
 			long long fs = khp("full_scans");
+			/* Stamped after the read: a step it shows came before t. */
+			uint64_t t = mg_now_ns();
 
-			mg_sleep_us(50000);
+			if (fs != (long long)obs[c].v[obs[c].n - 1][1])
+				tlog_add(&obs[c], t, (uint64_t)fs);
 			/*
-			 * full_scans also advances each time the trylock fails
-			 * (the only registered mm rotates out of the list), so
-			 * a complete scan is a step without a failed trylock.
-			 * Count the failures up to t only once the trace
-			 * reader has got past t.
+			 * One boundary more than --scans: the first complete
+			 * scan began before the switch. A step counts only
+			 * once the trace reader has got past it, because a
+			 * failed trylock, not a scan, may have caused it.
 			 */
-			while (__atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE) < t &&
-			       mg_now_ns() < catchup && !mg_stop_signal)
-				mg_sleep_us(20000);
-			if (__atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE) < t)
-				continue;
 			pthread_mutex_lock(&win_lock);
+			enough = scan_bounds(c, __atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE),
+					     NULL, NULL, 0) >= (size_t)opt.scans + 1;
 			dscans[c] = fs - s0;
-			passes[c] = dscans[c] - win[c].failed_trylocks;
 			pthread_mutex_unlock(&win_lock);
-			enough = passes[c] >= opt.scans;
+			/* Short: the poller's lag must stay well below one walk. */
+			mg_sleep_us(2000);
 		}
 		__atomic_store_n(&phase, IDLE, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&win_lock);
 		win[c].end = mg_now_ns();
 		pthread_mutex_unlock(&win_lock);
 		if (!enough)
-			mg_log("skip batch %lld: only %lld complete scans in %lld s", batches[c],
-			       passes[c], opt.timeout);
+			mg_log("skip batch %lld: fewer than %lld complete scans in %lld s", batches[c],
+			       opt.scans + 1, opt.timeout);
 	}
 	/* endregion: measure */
 
@@ -577,26 +712,43 @@ int main(int argc, char **argv)
 
 	for (int c = 0; c < 2 && win[c].start; c++) {
 		pthread_mutex_lock(&win_lock);
+		cut_scans(c);
+		passes[c] = completed[c];
 		sample(c, batches[c], passes[c], dscans[c]);
 		pthread_mutex_unlock(&win_lock);
 	}
 	mgj_start(&j, "info", EXP);
 	mgj_int(&j, "trace_lines", trace_lines);
 	mgj_int(&j, "lost_event_markers", lost_events);
+	mgj_int(&j, "holds_dropped", holds.dropped + fails.dropped + obs[0].dropped + obs[1].dropped);
 	mgj_emit(&j);
 	if (rc || mg_stop_signal || !win[1].start)
 		return rc ? rc : MG_EXIT_FAIL;
 
 	/* region: summary */
 	{
-		double before = (double)win[0].rhold.max / 1e3, after = (double)win[1].rhold.max / 1e3;
+		double before = scan_median_us(0), after = scan_median_us(1);
+		double abefore = scan_absmax_us(0), aafter = scan_absmax_us(1);
 		double wb = (double)wlat[0].max / 1e3, wa = (double)wlat[1].max / 1e3;
-		bool valid = passes[0] >= 1 && passes[1] >= 1 && win[1].rhold.count > 0;
-		char alabel[48];
+		bool valid = nscan[0] >= 1 && nscan[1] >= 1 && win[1].rhold.count > 0;
+		char alabel[48], metric[96];
 
 		snprintf(alabel, sizeof(alabel), "skip batch %lld", opt.batch);
+		if (nscan[0] == nscan[1])
+			snprintf(metric, sizeof(metric), "longest khugepaged mmap_lock hold per scan (median of %zu scans)",
+				 nscan[0]);
+		else
+			snprintf(metric, sizeof(metric), "longest khugepaged mmap_lock hold per scan (median of %zu and %zu scans)",
+				 nscan[0], nscan[1]);
+		/*
+		 * Headline: the seed's figure is the hold of one walk, so each
+		 * scan gives its longest hold and the median over scans is
+		 * compared. One stall of the emulator (all vCPUs stopped
+		 * while a batch hold is open) then moves one scan, not the
+		 * result.
+		 */
 		mgj_start(&j, "summary", EXP);
-		mgj_str(&j, "metric", "max khugepaged mmap_lock hold");
+		mgj_str(&j, "metric", metric);
 		mgj_str(&j, "unit", "us");
 		mgj_num(&j, "before", before);
 		mgj_num(&j, "after", after);
@@ -607,6 +759,24 @@ int main(int argc, char **argv)
 		mgj_bool(&j, "pass", valid && after > 0 && before >= 100 * after);
 		mgj_str(&j, "before_label", "skip batch 0");
 		mgj_str(&j, "after_label", alabel);
+		mgj_num_array(&j, "per_scan_max_us_before", scan_max[0], nscan[0], 1e3);
+		mgj_num_array(&j, "per_scan_max_us_after", scan_max[1], nscan[1], 1e3);
+		mgj_emit(&j);
+
+		mgj_start(&j, "summary", EXP);
+		mgj_str(&j, "metric", "absolute longest khugepaged mmap_lock hold (any scan)");
+		mgj_str(&j, "unit", "us");
+		mgj_num(&j, "before", abefore);
+		mgj_num(&j, "after", aafter);
+		mgj_num(&j, "ratio", aafter > 0 ? abefore / aafter : -1);
+		mgj_str(&j, "published", "95 ms -> 170 us (~560x)");
+		mgj_str(&j, "source", "seed 000 patch 5, \"mm/khugepaged: drop/reacquire mmap read lock if skipped enough VMAs\"");
+		mgj_str(&j, "goal", ">= 10x");
+		mgj_bool(&j, "pass", valid && aafter > 0 && abefore >= 10 * aafter);
+		mgj_str(&j, "before_label", "skip batch 0");
+		mgj_str(&j, "after_label", alabel);
+		mgj_str(&j, "note", "informational: the single longest hold over all measured scans; under TCG one "
+			 "host or emulator stall inside a short batch hold sets it, so it is noisy");
 		mgj_emit(&j);
 
 		mgj_start(&j, "summary", EXP);

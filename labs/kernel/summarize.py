@@ -5,6 +5,8 @@ per summary record, PASS/FAIL) and <experiment>.md fragments for the book."""
 import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 
@@ -244,6 +246,49 @@ def details(e):
     return out
 
 
+def plot(e, rundir):
+    """If a summary record carries per-run arrays (KEY_before / KEY_after),
+    draw them with gnuplot into RUNDIR/<experiment>.svg and return the
+    Markdown that shows it (the book reads it through results/latest/)."""
+    for s in e.summaries:
+        for k, before in s.items():
+            if not (k.endswith("_before") and isinstance(before, list)):
+                continue
+            after = s.get(k[:-len("_before")] + "_after")
+            if not isinstance(after, list) or not before or not after:
+                continue
+            if not shutil.which("gnuplot"):
+                return ""
+            unit = s.get("unit") or ""
+            dat = os.path.join(rundir, e.name + ".plot.dat")
+            with open(dat, "w") as f:
+                for i in range(max(len(before), len(after))):
+                    b = before[i] if i < len(before) else "NaN"
+                    a = after[i] if i < len(after) else "NaN"
+                    f.write("%d %s %s\n" % (i + 1, b, a))
+            svg = os.path.join(rundir, e.name + ".svg")
+            gp = ("set terminal svg size 640,360 dynamic font 'sans,11'\n"
+                  "set output '%s.tmp'\n"
+                  "set logscale y\nset grid ytics\nset key outside bottom center horizontal\n"
+                  "set xlabel 'run / scan'\nset ylabel '%s (%s, log scale)'\n"
+                  "set xrange [0.5:%d.5]\nset xtics 1\n"
+                  "plot '%s' using 1:2 with linespoints pt 7 title '%s', "
+                  "'%s' using 1:3 with linespoints pt 5 title '%s'\n" % (
+                      svg, k[:-len("_before")].replace("_", " "), unit,
+                      max(len(before), len(after)), dat,
+                      (s.get("before_label") or "before").replace("'", ""), dat,
+                      (s.get("after_label") or "after").replace("'", "")))
+            r = subprocess.run(["gnuplot"], input=gp, text=True, capture_output=True)
+            if r.returncode != 0 or not os.path.exists(svg + ".tmp"):
+                return ""
+            os.replace(svg + ".tmp", svg)
+            os.remove(dat)
+            return ("\n![%s: each %s, %s against %s (this run).](results/latest/%s.svg)\n" % (
+                cell(s.get("metric") or e.name), "run or scan",
+                s.get("before_label") or "before", s.get("after_label") or "after", e.name))
+    return ""
+
+
 def env_line(e, meta):
     """Where and how this was measured: guest size, accelerator, release."""
     m = dict(meta)
@@ -327,6 +372,7 @@ def main(argv):
                 nfail += 1
         frag += "\n" + env_line(e, meta) + ".\n"
         frag += details(e)
+        frag += plot(e, rundir)
         extra = []
         if e.errors:
             extra.append("errors reported: " + "; ".join(e.errors))

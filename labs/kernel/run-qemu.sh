@@ -134,6 +134,14 @@ if [ "$ACCEL" = kvm ]; then
 	ACCEL_ARG=kvm CPU=host
 else
 	ACCEL_ARG=tcg,thread=multi CPU=max
+	# Under TCG the guest's RDTSC returns the host's TSC, so the TSC is the
+	# guest's best clock. The clocksource watchdog, however, compares it
+	# with the emulated HPET across emulator stalls, declares it unstable
+	# ("skewed 21 ms over 459 ms") and switches to the HPET: from then on
+	# every clock read is an emulated MMIO access, and khugepaged's stock
+	# 1M-VMA walk took 385 ms instead of 215 ms in our runs. tsc=reliable
+	# keeps the TSC (RUNNING.md, "Clocks under TCG").
+	case " $APPEND " in *" tsc="*) ;; *) BASE_APPEND="$BASE_APPEND tsc=reliable" ;; esac
 fi
 
 # ---- files ------------------------------------------------------------------

@@ -247,9 +247,11 @@ def details(e):
 
 
 def plot(e, rundir):
-    """If a summary record carries per-run arrays (KEY_before / KEY_after),
-    draw them with gnuplot into RUNDIR/<experiment>.svg and return the
-    Markdown that shows it (the book reads it through results/latest/)."""
+    """If a summary record carries per-run arrays (KEY_before / KEY_after,
+    and optionally KEY_after_as_traced: the after figures before a
+    correction), draw them with gnuplot into RUNDIR/<experiment>.svg and
+    return the Markdown that shows it (the book reads it through
+    results/latest/)."""
     for s in e.summaries:
         for k, before in s.items():
             if not (k.endswith("_before") and isinstance(before, list)):
@@ -257,6 +259,9 @@ def plot(e, rundir):
             after = s.get(k[:-len("_before")] + "_after")
             if not isinstance(after, list) or not before or not after:
                 continue
+            traced = s.get(k[:-len("_before")] + "_after_as_traced")
+            if not isinstance(traced, list) or len(traced) != len(after):
+                traced = None
             if not shutil.which("gnuplot"):
                 return ""
             unit = s.get("unit") or ""
@@ -265,7 +270,8 @@ def plot(e, rundir):
                 for i in range(max(len(before), len(after))):
                     b = before[i] if i < len(before) else "NaN"
                     a = after[i] if i < len(after) else "NaN"
-                    f.write("%d %s %s\n" % (i + 1, b, a))
+                    t = traced[i] if traced else "NaN"
+                    f.write("%d %s %s %s\n" % (i + 1, b, a, t))
             svg = os.path.join(rundir, e.name + ".svg")
             gp = ("set terminal svg size 640,360 dynamic font 'sans,11'\n"
                   "set output '%s.tmp'\n"
@@ -278,6 +284,9 @@ def plot(e, rundir):
                       max(len(before), len(after)), dat,
                       (s.get("before_label") or "before").replace("'", ""), dat,
                       (s.get("after_label") or "after").replace("'", "")))
+            if traced:
+                gp = gp.rstrip("\n") + (", '%s' using 1:4 with linespoints pt 4 dt 2 title '%s, as traced'\n" % (
+                    dat, (s.get("after_label") or "after").replace("'", "")))
             r = subprocess.run(["gnuplot"], input=gp, text=True, capture_output=True)
             if r.returncode != 0 or not os.path.exists(svg + ".tmp"):
                 return ""

@@ -24,7 +24,9 @@ gdir=build/cli-guest; mkdir -p "$gdir"
 for c in labs/[0-9][0-9]-*/guest/*.c; do
   [ -f "$c" ] || continue
   b=$gdir/$(basename "$c" .c)
-  if gcc -O1 -std=gnu11 -Wall -Wextra -Werror -pthread -Ilabs/kernel/guest "$c" labs/kernel/guest/mmlocks_guest.c -o "$b" 2>"$b.err"; then
+  extra=(); for x in "${c%.c}"/*.c; do [ -f "$x" ] && extra+=("$x"); done   # guest/NAME/*.c
+  if gcc -O1 -std=gnu11 -Wall -Wextra -Werror -pthread -Ilabs/kernel/guest -I"$(dirname "$c")" "$c" \
+      ${extra[@]+"${extra[@]}"} labs/kernel/guest/mmlocks_guest.c -o "$b" 2>"$b.err"; then
     progs+=("$b")
   else
     echo "  FAIL $c does not compile:"; sed 's/^/    /' "$b.err"; bad_compile=1

@@ -15,7 +15,8 @@ usage: $PROG [--out FILE] [--force] [--help]
 Builds the initramfs the QEMU guest boots from:
   /bin/busybox + applet symlinks      (host busybox-static)
   /init                               (labs/kernel/init)
-  /labs/NAME                          (every labs/*/guest/NAME.c, static)
+  /labs/NAME                          (every labs/*/guest/NAME.c, static, linked
+                                       with labs/*/guest/NAME/*.c if that exists)
   /labs/selftests/khugepaged          (6.12 tools/testing/selftests/mm, static)
   /etc/mmlocks/experiments            (labs/kernel/experiments)
 Archive entries are sorted, owned by root, dated SOURCE_DATE_EPOCH (default 0),
@@ -90,7 +91,7 @@ inputs_hash() {
 		echo "epoch ${SOURCE_DATE_EPOCH:-0}"
 		sha256sum "$HERE/mkinitramfs.sh" "$INIT" "$BUSYBOX" "${ST_DEPS[@]}"
 		[ -f "$EXPERIMENTS" ] && sha256sum "$EXPERIMENTS"
-		for f in "$SHARED_DIR"/*.[ch] "$TOP"/labs/*/guest/*.[ch]; do
+		for f in "$SHARED_DIR"/*.[ch] "$TOP"/labs/*/guest/*.[ch] "$TOP"/labs/*/guest/*/*.[ch]; do
 			[ -f "$f" ] && sha256sum "$f"
 		done
 		true
@@ -134,13 +135,19 @@ if [ ${#PROGRAMS[@]} -gt 0 ]; then
 		die "compile error in ${SHARED_C#$TOP/}"
 	fi
 fi
+# A program too long for one file keeps its other sources in guest/NAME/
+# (included as "NAME/file.h" from NAME.c).
 for f in ${PROGRAMS[@]+"${PROGRAMS[@]}"}; do
 	name=$(basename "$f" .c)
-	if ! "$CC" "${CFLAGS[@]}" "$f" "$WORK/mmlocks_guest.o" -o "$ROOT/labs/$name" 2>"$WORK/cc.err"; then
+	extra=()
+	for x in "${f%.c}"/*.c; do [ -f "$x" ] && extra+=("$x"); done
+	if ! "$CC" "${CFLAGS[@]}" -I"$(dirname "$f")" "$f" ${extra[@]+"${extra[@]}"} "$WORK/mmlocks_guest.o" \
+		-o "$ROOT/labs/$name" 2>"$WORK/cc.err"; then
 		cat "$WORK/cc.err" >&2
-		die "compile error in ${f#$TOP/}"
+		die "compile error in ${f#$TOP/} (or ${f#$TOP/}'s directory)"
 	fi
-	say "guest program /labs/$name <- ${f#$TOP/}"
+	rel=${f#$TOP/}
+	say "guest program /labs/$name <- $rel${extra[*]:+ + ${rel%.c}/*.c}"
 done
 
 # ---- the 6.12 khugepaged selftest -------------------------------------------

@@ -1,12 +1,14 @@
 /* Guest experiment "khugepaged-hold": longest mmap_lock read hold by khugepaged walking ~1M ineligible VMAs, skip batch 0 vs N. */
 #define _GNU_SOURCE
 #include "mmlocks_guest.h"
+#include "khugepaged_hold/holds.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,36 +26,12 @@ static struct {
 	bool quick, pin;
 } opt = { 1000000, 1024, 9, 120, 16, 1000, 500, false, true };
 
-/* ---- what the trace reader accumulates per configuration --------------- */
+/* ---- what the trace reader accumulates (khugepaged_hold/holds.h) -------- */
 
-struct window {
-	uint64_t start, end;       /* CLOCK_MONOTONIC ns; holds are attributed by acquire time */
-	struct mg_lat rhold;       /* khugepaged read holds, ns */
-	uint64_t whold_max;        /* longest write hold (collapse_huge_page), ns */
-	long long failed_trylocks; /* mmap_read_trylock() failures */
-	/* walk gaps (patch 0007) by length: <250us, <500us, <1ms, <2ms, <5ms, more */
-	long long gaps[6];
-	long long stops;           /* gaps taken as stops of the vCPU (--stall-us) */
-	uint64_t stop_ns, stop_max; /* time taken out of holds; longest stop gap */
-};
-
-static struct window win[2];
+static struct holds H;                 /* under win_lock */
 static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
-static long long lost_events, trace_lines;
-
-/*
- * Per-scan windows are cut after the run, from three logs kept in time
- * order: every read hold (release time, length), every failed trylock,
- * and every change of full_scans that the poller saw (when, new value).
- */
-struct tlog {
-	uint64_t (*v)[2];
-	size_t n, cap;
-	long long dropped; /* entries lost to a failed realloc() */
-};
-
-static struct tlog holds, fails, obs[2];
-static struct tlog stops; /* (start, length) of each walk gap taken as a vCPU stop */
+/* Every change of full_scans the poller saw, per configuration: (when, value). */
+static struct tlog obs[2];
 static uint64_t trace_last_ts; /* newest event timestamp the reader has processed */
 static int trace_stop;
 
@@ -187,141 +165,6 @@ static void parse_args(int argc, char **argv)
 
 /* ---- trace_pipe reader ------------------------------------------------ */
 
-/* "   khugepaged-35  [001] .....  123.456789: mmap_lock_released: mm=... write=false" */
-static bool parse_ts(const char *line, const char *ev, uint64_t *ns)
-{
-	const char *p = ev, *start;
-	unsigned long long sec = 0, frac = 0;
-	int digits = 0;
-
-	while (p > line && p[-1] == ' ')
-		p--;
-	start = p;
-	while (start > line && start[-1] != ' ')
-		start--;
-	if (sscanf(start, "%llu.", &sec) != 1)
-		return false;
-	start = strchr(start, '.');
-	if (!start || start > p)
-		return false;
-	for (start++; start < p && *start >= '0' && *start <= '9' && digits < 9; start++, digits++)
-		frac = frac * 10 + (unsigned long long)(*start - '0');
-	for (; digits < 9; digits++)
-		frac *= 10;
-	*ns = sec * 1000000000ull + frac;
-	return true;
-}
-
-static struct window *window_of(uint64_t ts)
-{
-	for (int i = 0; i < 2; i++)
-		if (win[i].start && ts >= win[i].start && ts < win[i].end)
-			return &win[i];
-	return NULL;
-}
-
-static void tlog_add(struct tlog *l, uint64_t a, uint64_t b)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 4096;
-		void *v = realloc(l->v, cap * sizeof(*l->v));
-
-		if (!v) {
-			l->dropped++;
-			return;
-		}
-		l->v = v;
-		l->cap = cap;
-	}
-	l->v[l->n][0] = a;
-	l->v[l->n][1] = b;
-	l->n++;
-}
-
-/* region: walk-gaps */
-/*
- * "khugepaged-35 [001] .....  12.3: mmlocks_khugepaged_walk_gap: mm=... start_ns=N gap_ns=G"
- * (patch 0007: G ns between two checkpoints 16 VMAs apart, lock held, no
- * reschedule in between). Gaps are bucketed by length in the window of
- * their start. One of at least --stall-us is a stop of the vCPU: half of
- * the threshold is kept as work (a tick and its softirq take ~0.1-0.25 ms
- * under TCG) and the rest, [start + keep, start + gap), is logged to be
- * taken out of the hold that contains it.
- */
-static void walk_gap(const char *ev)
-{
-	static const uint64_t edge[5] = { 250000, 500000, 1000000, 2000000, 5000000 };
-	uint64_t keep = (uint64_t)opt.stall_us * 500;
-	unsigned long long start, gap;
-	const char *f = strstr(ev, "start_ns=");
-	struct window *w;
-	int b = 0;
-
-	if (!f || sscanf(f, "start_ns=%llu gap_ns=%llu", &start, &gap) != 2)
-		return;
-	while (b < 5 && gap >= edge[b])
-		b++;
-	pthread_mutex_lock(&win_lock);
-	if ((w = window_of(start)))
-		w->gaps[b]++;
-	if (gap >= 2 * keep) {
-		tlog_add(&stops, start + keep, gap - keep);
-		if (w) {
-			w->stops++;
-			w->stop_ns += gap - keep;
-			w->stop_max = gap > w->stop_max ? gap : w->stop_max;
-		}
-	}
-	pthread_mutex_unlock(&win_lock);
-}
-/* endregion: walk-gaps */
-
-/* region: hold-pairing */
-static void trace_line(const char *line)
-{
-	static uint64_t rheld, wheld; /* acquire time of the lock khugepaged holds now */
-	const char *acq = strstr(line, ": mmap_lock_acquire_returned:");
-	const char *rel = acq ? NULL : strstr(line, ": mmap_lock_released:");
-	const char *ev = acq ? acq : rel, *gap;
-	bool write;
-	uint64_t ts;
-	struct window *w;
-
-	trace_lines++;
-	if (strstr(line, "LOST")) { /* ring buffer overrun: pairs are unknown */
-		lost_events++;
-		rheld = wheld = 0;
-		return;
-	}
-	if (!ev && (gap = strstr(line, ": mmlocks_khugepaged_walk_gap:"))) {
-		walk_gap(gap);
-		return;
-	}
-	if (!ev || !strstr(line, "khugepaged-") || !parse_ts(line, ev + 1, &ts))
-		return;
-	write = strstr(ev, "write=true") != NULL;
-	__atomic_store_n(&trace_last_ts, ts, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&win_lock);
-	if (acq && strstr(ev, "success=false")) {
-		if ((w = window_of(ts)))
-			w->failed_trylocks++;
-		tlog_add(&fails, ts, 0);
-	} else if (acq) {
-		*(write ? &wheld : &rheld) = ts;
-	} else if (!write && rheld) {
-		if ((w = window_of(rheld)))
-			mg_lat_add(&w->rhold, ts - rheld);
-		tlog_add(&holds, ts, ts - rheld); /* keyed by release: see per_scan() */
-		rheld = 0;
-	} else if (write && wheld) {
-		if ((w = window_of(wheld)) && ts - wheld > w->whold_max)
-			w->whold_max = ts - wheld;
-		wheld = 0;
-	}
-	pthread_mutex_unlock(&win_lock);
-}
-/* endregion: hold-pairing */
-
 static void *trace_reader(void *arg)
 {
 	static char buf[1 << 16];
@@ -348,7 +191,10 @@ static void *trace_reader(void *arg)
 		buf[have] = '\0';
 		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
 			*nl = '\0';
-			trace_line(line);
+			pthread_mutex_lock(&win_lock);
+			holds_line(&H, line);
+			__atomic_store_n(&trace_last_ts, H.last_ts, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&win_lock);
 		}
 		have = (size_t)(buf + have - line);
 		memmove(buf, line, have);
@@ -475,8 +321,8 @@ static size_t scan_bounds(int c, uint64_t upto, uint64_t *b, long long *nsc, siz
 	for (size_t i = 1; i < obs[c].n && obs[c].v[i][0] <= upto; i++) {
 		long long k;
 
-		for (; f < fails.n && fails.v[f][0] < obs[c].v[i][0]; f++)
-			nf += fails.v[f][0] >= start;
+		for (; f < H.fails.n && H.fails.v[f][0] < obs[c].v[i][0]; f++)
+			nf += H.fails.v[f][0] >= start;
 		k = (long long)obs[c].v[i][1] - s0 - nf;
 		if (k > done) {
 			if (nb < cap) {
@@ -491,30 +337,9 @@ static size_t scan_bounds(int c, uint64_t upto, uint64_t *b, long long *nsc, siz
 }
 
 #define MAXB 128 /* > 1 + the largest --scans */
-static uint64_t scan_max[2][MAXB], scan_net[2][MAXB], scan_holds[2][MAXB];
-static long long net_holds[2]; /* holds that contained a stop */
-
-/*
- * How much of [a, b] the stops cover. Holds come in time order and do not
- * overlap, and so do stops, so *g only moves forward.
- */
-static uint64_t stopped_in(uint64_t a, uint64_t b, size_t *g)
-{
-	uint64_t sum = 0;
-
-	while (*g < stops.n && stops.v[*g][0] + stops.v[*g][1] <= a)
-		(*g)++;
-	for (size_t i = *g; i < stops.n && stops.v[i][0] < b; i++) {
-		uint64_t s = stops.v[i][0] > a ? stops.v[i][0] : a;
-		uint64_t e = stops.v[i][0] + stops.v[i][1];
-
-		e = e < b ? e : b;
-		sum += e > s ? e - s : 0;
-	}
-	return sum;
-}
+static struct scan scans[2][MAXB];
 static size_t nscan[2];
-static long long merged[2], completed[2];
+static long long merged[2], completed[2], with_stops[2];
 
 /*
  * Scan j's window is (b[j-1], b[j]] in release time: every hold of the
@@ -526,36 +351,35 @@ static void cut_scans(int c)
 {
 	uint64_t b[MAXB];
 	long long nsc[MAXB];
-	size_t nb = scan_bounds(c, UINT64_MAX, b, nsc, MAXB), h = 0, g = 0;
+	size_t nb = scan_bounds(c, UINT64_MAX, b, nsc, MAXB);
 
 	for (size_t j = 0; j < nb && j < MAXB; j++)
 		completed[c] += nsc[j];
-	for (size_t j = 1; j < nb && j <= (size_t)opt.scans; j++) {
-		for (; h < holds.n && holds.v[h][0] <= b[j]; h++) {
-			uint64_t len = holds.v[h][1], off;
-
-			if (holds.v[h][0] <= b[j - 1])
-				continue;
-			off = stopped_in(holds.v[h][0] - len, holds.v[h][0], &g);
-			net_holds[c] += off > 0;
-			scan_holds[c][nscan[c]]++;
-			if (len > scan_max[c][nscan[c]])
-				scan_max[c][nscan[c]] = len;
-			if (len - off > scan_net[c][nscan[c]])
-				scan_net[c][nscan[c]] = len - off;
-		}
+	nb = nb < MAXB ? nb : MAXB;
+	nscan[c] = holds_cut(&H, b, nb, scans[c], (size_t)opt.scans);
+	for (size_t j = 1; j <= nscan[c]; j++)
 		merged[c] += nsc[j] > 1;
-		nscan[c]++;
-	}
+	for (size_t j = 0; j < nscan[c]; j++)
+		with_stops[c] += scans[c][j].with_stops;
 }
 
-static double scan_median_us(int c, uint64_t (*m)[MAXB])
+/* One field of each scan of configuration c (offsetof a struct scan member). */
+static size_t scan_field(int c, size_t off, uint64_t *v)
 {
-	double v[MAXB];
-
 	for (size_t i = 0; i < nscan[c]; i++)
-		v[i] = (double)m[c][i] / 1e3;
-	return mg_median(v, nscan[c]);
+		v[i] = *(const uint64_t *)((const char *)&scans[c][i] + off);
+	return nscan[c];
+}
+
+static double scan_median_us(int c, size_t off)
+{
+	uint64_t u[MAXB];
+	double v[MAXB];
+	size_t n = scan_field(c, off, u);
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = (double)u[i] / 1e3;
+	return mg_median(v, n);
 }
 
 static double scan_absmax_us(int c)
@@ -563,7 +387,7 @@ static double scan_absmax_us(int c)
 	uint64_t m = 0;
 
 	for (size_t i = 0; i < nscan[c]; i++)
-		m = scan_max[c][i] > m ? scan_max[c][i] : m;
+		m = scans[c][i].max > m ? scans[c][i].max : m;
 	return (double)m / 1e3;
 }
 /* endregion: per-scan */
@@ -596,16 +420,18 @@ static void summary_start(struct mg_json *j, const char *metric, double before, 
 
 static void sample(int c, long long bval, long long passes, long long dscans)
 {
-	struct window *w = &win[c];
+	struct window *w = &H.win[c];
 	struct mg_json j;
 
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "khugepaged_skip_batch", bval);
 	mgj_int(&j, "complete_scans", passes);
 	mgj_int(&j, "scans_measured", (long long)nscan[c]);
-	mgj_num_array(&j, "per_scan_max_us", scan_max[c], nscan[c], 1e3);
-	mgj_num_array(&j, "per_scan_max_net_us", scan_net[c], nscan[c], 1e3);
-	mgj_num_array(&j, "per_scan_holds", scan_holds[c], nscan[c], 1);
+	uint64_t v[MAXB];
+
+	mgj_num_array(&j, "per_scan_max_us", v, scan_field(c, offsetof(struct scan, max), v), 1e3);
+	mgj_num_array(&j, "per_scan_max_net_us", v, scan_field(c, offsetof(struct scan, net), v), 1e3);
+	mgj_num_array(&j, "per_scan_holds", v, scan_field(c, offsetof(struct scan, count), v), 1);
 	mgj_int(&j, "windows_with_several_scans", merged[c]);
 	mgj_int(&j, "full_scans_delta", dscans);
 	mgj_int(&j, "failed_trylocks", w->failed_trylocks);
@@ -629,7 +455,7 @@ static void sample(int c, long long bval, long long passes, long long dscans)
 	mgj_int(&j, "vcpu_stops", w->stops);
 	mgj_num(&j, "vcpu_stop_ms_taken_out", (double)w->stop_ns / 1e6);
 	mgj_num(&j, "longest_vcpu_stop_us", (double)w->stop_max / 1e3);
-	mgj_int(&j, "holds_with_stops", net_holds[c]);
+	mgj_int(&j, "holds_with_stops", with_stops[c]);
 	mgj_int(&j, "writer_calls", (long long)wlat[c].count);
 	mgj_num(&j, "writer_p99_us", (double)mg_lat_pct(&wlat[c], 99) / 1e3);
 	mgj_num(&j, "writer_max_us", (double)wlat[c].max / 1e3);
@@ -759,8 +585,8 @@ int main(int argc, char **argv)
 		return MG_EXIT_FAIL;
 	/* endregion: tracing */
 
+	holds_init(&H, (uint64_t)opt.stall_us * 1000);
 	for (int c = 0; c < 2; c++) {
-		mg_lat_init(&win[c].rhold, 1 << 20);
 		mg_lat_init(&wlat[c], 1 << 20);
 	}
 	pthread_create(&tt, NULL, trace_reader, NULL);
@@ -784,11 +610,11 @@ int main(int argc, char **argv)
 		if (mg_knob_set_ll(MG_KNOBS "/khugepaged_skip_batch", batches[c]))
 			break;
 		pthread_mutex_lock(&win_lock);
-		win[c].end = UINT64_MAX;
-		win[c].start = mg_now_ns();
+		H.win[c].end = UINT64_MAX;
+		H.win[c].start = mg_now_ns();
 		pthread_mutex_unlock(&win_lock);
 		s0 = khp("full_scans");
-		tlog_add(&obs[c], win[c].start, (uint64_t)s0);
+		tlog_add(&obs[c], H.win[c].start, (uint64_t)s0);
 		if (!obs[c].n) {
 			mg_error(EXP, "out of memory for the full_scans log");
 			rc = MG_EXIT_FAIL;
@@ -796,7 +622,7 @@ int main(int argc, char **argv)
 		}
 		__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 		mg_log("skip batch %lld: measuring %lld complete scans", batches[c], opt.scans);
-		deadline = win[c].start + (uint64_t)opt.timeout * 1000000000ull;
+		deadline = H.win[c].start + (uint64_t)opt.timeout * 1000000000ull;
 		while (!enough && !mg_stop_signal && mg_now_ns() < deadline) {
 			long long fs = khp("full_scans");
 			/* Stamped after the read: a step it shows came before t. */
@@ -820,7 +646,7 @@ int main(int argc, char **argv)
 		}
 		__atomic_store_n(&phase, IDLE, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&win_lock);
-		win[c].end = mg_now_ns();
+		H.win[c].end = mg_now_ns();
 		pthread_mutex_unlock(&win_lock);
 		if (!enough)
 			mg_log("skip batch %lld: fewer than %lld complete scans in %lld s", batches[c],
@@ -836,7 +662,7 @@ int main(int argc, char **argv)
 	pthread_join(wt, NULL);
 	mg_restore_all();
 
-	for (int c = 0; c < 2 && win[c].start; c++) {
+	for (int c = 0; c < 2 && H.win[c].start; c++) {
 		pthread_mutex_lock(&win_lock);
 		cut_scans(c);
 		passes[c] = completed[c];
@@ -844,20 +670,22 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&win_lock);
 	}
 	mgj_start(&j, "info", EXP);
-	mgj_int(&j, "trace_lines", trace_lines);
-	mgj_int(&j, "lost_event_markers", lost_events);
-	mgj_int(&j, "holds_dropped", holds.dropped + fails.dropped + obs[0].dropped + obs[1].dropped);
+	mgj_int(&j, "trace_lines", H.lines);
+	mgj_int(&j, "lost_event_markers", H.lost);
+	mgj_int(&j, "holds_dropped", H.holds.dropped + H.fails.dropped + H.stops.dropped + obs[0].dropped + obs[1].dropped);
 	mgj_emit(&j);
-	if (rc || mg_stop_signal || !win[1].start)
+	if (rc || mg_stop_signal || !H.win[1].start)
 		return rc ? rc : MG_EXIT_FAIL;
 
 	/* region: summary */
 	{
-		double before = scan_median_us(0, scan_net), after = scan_median_us(1, scan_net);
-		double rbefore = scan_median_us(0, scan_max), rafter = scan_median_us(1, scan_max);
+		const size_t NET = offsetof(struct scan, net), MAX = offsetof(struct scan, max);
+		double before = scan_median_us(0, NET), after = scan_median_us(1, NET);
+		double rbefore = scan_median_us(0, MAX), rafter = scan_median_us(1, MAX);
+		uint64_t v[MAXB];
 		double abefore = scan_absmax_us(0), aafter = scan_absmax_us(1);
 		double wb = (double)wlat[0].max / 1e3, wa = (double)wlat[1].max / 1e3;
-		bool valid = nscan[0] >= 1 && nscan[1] >= 1 && win[1].rhold.count > 0;
+		bool valid = nscan[0] >= 1 && nscan[1] >= 1 && H.win[1].rhold.count > 0;
 		char alabel[48], scans[40], metric[160];
 
 		snprintf(alabel, sizeof(alabel), "skip batch %lld", opt.batch);
@@ -876,9 +704,9 @@ int main(int argc, char **argv)
 		snprintf(metric, sizeof(metric), "longest khugepaged mmap_lock hold per scan, vCPU stops taken out (%s)",
 			 scans);
 		summary_start(&j, metric, before, after, "95 ms -> 170 us (~560x)", 100, valid, alabel);
-		mgj_num_array(&j, "per_scan_max_us_before", scan_net[0], nscan[0], 1e3);
-		mgj_num_array(&j, "per_scan_max_us_after", scan_net[1], nscan[1], 1e3);
-		mgj_num_array(&j, "per_scan_max_us_after_as_traced", scan_max[1], nscan[1], 1e3);
+		mgj_num_array(&j, "per_scan_max_us_before", v, scan_field(0, NET, v), 1e3);
+		mgj_num_array(&j, "per_scan_max_us_after", v, scan_field(1, NET, v), 1e3);
+		mgj_num_array(&j, "per_scan_max_us_after_as_traced", v, scan_field(1, MAX, v), 1e3);
 		mgj_int(&j, "stall_us", opt.stall_us);
 		mgj_emit(&j);
 
@@ -886,8 +714,8 @@ int main(int argc, char **argv)
 		summary_start(&j, metric, rbefore, rafter, "95 ms -> 170 us (~560x)", 10, valid, alabel);
 		mgj_str(&j, "note", "informational: vCPU stops included; under TCG about every second scan "
 			 "has a batch hold that spans one, so this flips between ~0.5 and ~4 ms");
-		mgj_num_array(&j, "per_scan_max_us_before", scan_max[0], nscan[0], 1e3);
-		mgj_num_array(&j, "per_scan_max_us_after", scan_max[1], nscan[1], 1e3);
+		mgj_num_array(&j, "per_scan_max_us_before", v, scan_field(0, MAX, v), 1e3);
+		mgj_num_array(&j, "per_scan_max_us_after", v, scan_field(1, MAX, v), 1e3);
 		mgj_emit(&j);
 
 		summary_start(&j, "absolute longest khugepaged mmap_lock hold (any scan, as traced)", abefore, aafter,

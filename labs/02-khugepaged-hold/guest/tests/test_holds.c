@@ -1,0 +1,203 @@
+/*
+ * Host tests of khugepaged_hold's trace bookkeeping (guest/khugepaged_hold/
+ * holds.c): pairing of mmap_lock events into holds, the walk-gap buckets,
+ * and taking stops of the vCPU out of the holds that contain them. The
+ * lines are in trace_pipe's format with the "mono" clock, as in the guest.
+ */
+#include "khugepaged_hold/holds.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#define US 1000ull
+#define MS 1000000ull
+#define S 1000000000ull
+#define MM "mm=00000000dfe40bc1 memcg_path="
+
+static struct holds h;
+
+static void setup(void)
+{
+	holds_init(&h, 500 * US); /* --stall-us 500: stops from 500 us, 250 us kept */
+	h.win[0].start = 1 * S;
+	h.win[0].end = 2 * S;
+	h.win[1].start = 2 * S;
+	h.win[1].end = UINT64_MAX;
+}
+
+static void teardown(void)
+{
+	holds_free(&h);
+}
+
+static void line(const char *task, uint64_t ns, const char *event)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%16s-29      [001] .....  %5llu.%06llu: %s", task,
+		 (unsigned long long)(ns / S), (unsigned long long)(ns % S / US), event);
+	holds_line(&h, buf);
+}
+
+static void acq(uint64_t ns, bool write, bool ok)
+{
+	char ev[160];
+
+	snprintf(ev, sizeof(ev), "mmap_lock_acquire_returned: " MM " write=%s success=%s",
+		 write ? "true" : "false", ok ? "true" : "false");
+	line("khugepaged", ns, ev);
+}
+
+static void rel(uint64_t ns, bool write)
+{
+	line("khugepaged", ns, write ? "mmap_lock_released: " MM " write=true"
+				     : "mmap_lock_released: " MM " write=false");
+}
+
+static void gap(uint64_t start, uint64_t len)
+{
+	char ev[160];
+
+	snprintf(ev, sizeof(ev), "mmlocks_khugepaged_walk_gap: mm=00000000dfe40bc1 start_ns=%llu gap_ns=%llu",
+		 (unsigned long long)start, (unsigned long long)len);
+	line("khugepaged", start + len, ev);
+}
+
+/* One read hold [a, b] as khugepaged's two events. */
+static void hold(uint64_t a, uint64_t b)
+{
+	acq(a, false, true);
+	rel(b, false);
+}
+
+TestSuite(holds, .init = setup, .fini = teardown);
+
+Test(holds, a_read_hold_is_acquire_to_release)
+{
+	hold(1 * S + 100 * US, 1 * S + 350 * US);
+	cr_assert_eq(h.holds.n, 1);
+	cr_assert_eq(h.holds.v[0][0], 1 * S + 350 * US, "keyed by release time");
+	cr_assert_eq(h.holds.v[0][1], 250 * US);
+	cr_assert_eq(h.win[0].rhold.count, 1);
+	cr_assert_eq(h.win[1].rhold.count, 0);
+	cr_assert_eq(h.last_ts, 1 * S + 350 * US);
+}
+
+Test(holds, a_hold_counts_in_the_window_it_was_acquired_in)
+{
+	hold(2 * S - 100 * US, 2 * S + 100 * US);
+	cr_assert_eq(h.win[0].rhold.count, 1);
+	cr_assert_eq(h.win[1].rhold.count, 0);
+}
+
+Test(holds, a_failed_trylock_is_counted_not_paired)
+{
+	acq(1 * S + 10 * US, false, false);
+	rel(1 * S + 20 * US, false);
+	cr_assert_eq(h.fails.n, 1);
+	cr_assert_eq(h.win[0].failed_trylocks, 1);
+	cr_assert_eq(h.holds.n, 0, "a release without a successful acquire is no hold");
+}
+
+Test(holds, write_holds_are_kept_apart)
+{
+	acq(1 * S, true, true);
+	rel(1 * S + 500 * US, true);
+	cr_assert_eq(h.holds.n, 0);
+	cr_assert_eq(h.win[0].whold_max, 500 * US);
+}
+
+Test(holds, other_tasks_are_ignored)
+{
+	line("kworker/1:1", 1 * S, "mmap_lock_acquire_returned: " MM " write=false success=true");
+	line("kworker/1:1", 1 * S + 9 * MS, "mmap_lock_released: " MM " write=false");
+	cr_assert_eq(h.holds.n, 0);
+	cr_assert_eq(h.lines, 2);
+}
+
+Test(holds, a_lost_events_marker_breaks_the_pair)
+{
+	acq(1 * S, false, true);
+	holds_line(&h, "CPU:1 [LOST 120 EVENTS]");
+	rel(1 * S + 5 * MS, false);
+	cr_assert_eq(h.holds.n, 0);
+	cr_assert_eq(h.lost, 1);
+}
+
+Test(holds, walk_gaps_are_bucketed_and_long_ones_are_stops)
+{
+	static const uint64_t len[] = { 150 * US, 300 * US, 700 * US, 1500 * US, 3 * MS, 6 * MS };
+
+	for (int i = 0; i < 6; i++)
+		gap(1 * S + (uint64_t)i * 10 * MS, len[i]);
+	for (int i = 0; i < HOLDS_GAP_BINS; i++)
+		cr_assert_eq(h.win[0].gaps[i], 1, "bin %d", i);
+	cr_assert_eq(h.win[0].stops, 4, "700 us and longer");
+	cr_assert_eq(h.win[0].stop_ns, (450 + 1250 + 2750 + 5750) * US, "250 us of each kept");
+	cr_assert_eq(h.win[0].stop_max, 6 * MS);
+	cr_assert_eq(h.stops.n, 4);
+	cr_assert_eq(h.stops.v[0][0], 1 * S + 20 * MS + 250 * US, "the kept part comes first");
+	cr_assert_eq(h.stops.v[0][1], 450 * US);
+}
+
+Test(holds, a_stop_comes_out_of_the_hold_that_contains_it)
+{
+	uint64_t b[] = { 1 * S, 1 * S + 500 * MS };
+	struct scan sc[2];
+
+	acq(1 * S + 100 * MS, false, true);
+	gap(1 * S + 100 * MS + 100 * US, 3 * MS);
+	rel(1 * S + 100 * MS + 3300 * US, false);
+	cr_assert_eq(holds_cut(&h, b, 2, sc, 2), 1);
+	cr_assert_eq(sc[0].count, 1);
+	cr_assert_eq(sc[0].max, 3300 * US);
+	cr_assert_eq(sc[0].net, 550 * US, "3.3 ms less (3 ms - 250 us)");
+	cr_assert_eq(sc[0].with_stops, 1);
+}
+
+Test(holds, a_short_gap_stays_in_the_hold)
+{
+	uint64_t b[] = { 1 * S, 1 * S + 500 * MS };
+	struct scan sc[1];
+
+	acq(1 * S + 100 * MS, false, true);
+	gap(1 * S + 100 * MS + 50 * US, 400 * US);
+	rel(1 * S + 100 * MS + 700 * US, false);
+	cr_assert_eq(holds_cut(&h, b, 2, sc, 1), 1);
+	cr_assert_eq(sc[0].net, sc[0].max);
+	cr_assert_eq(sc[0].with_stops, 0);
+	cr_assert_eq(h.win[0].gaps[1], 1, "counted in the 0.25-0.5 ms bin");
+}
+
+Test(holds, only_the_overlap_of_a_stop_is_taken_out)
+{
+	size_t g = 0;
+
+	tlog_add(&h.stops, 10 * MS, 10 * MS); /* [10, 20) ms */
+	tlog_add(&h.stops, 40 * MS, 5 * MS);  /* [40, 45) ms */
+	cr_assert_eq(holds_stopped_in(&h, 0, 9 * MS, &g), 0);
+	cr_assert_eq(holds_stopped_in(&h, 15 * MS, 30 * MS, &g), 5 * MS);
+	cr_assert_eq(holds_stopped_in(&h, 30 * MS, 50 * MS, &g), 5 * MS);
+	cr_assert_eq(g, 1, "the cursor moved past the first stop");
+	g = 0;
+	cr_assert_eq(holds_stopped_in(&h, 0, 100 * MS, &g), 15 * MS, "two stops in one hold");
+}
+
+Test(holds, holds_are_cut_into_scans_by_release_time)
+{
+	uint64_t b[] = { 1 * S + 50 * MS, 1 * S + 250 * MS, 1 * S + 450 * MS };
+	struct scan sc[4];
+
+	hold(1 * S + 40 * MS, 1 * S + 40 * MS + 900 * US);   /* before b[0]: the mixed scan */
+	hold(1 * S + 100 * MS, 1 * S + 100 * MS + 100 * US);
+	hold(1 * S + 200 * MS, 1 * S + 200 * MS + 300 * US);
+	hold(1 * S + 300 * MS, 1 * S + 300 * MS + 200 * US);
+	hold(1 * S + 400 * MS, 1 * S + 400 * MS + 50 * US);
+	hold(1 * S + 480 * MS, 1 * S + 480 * MS + 800 * US); /* after the last bound */
+	cr_assert_eq(holds_cut(&h, b, 3, sc, 4), 2);
+	cr_assert_eq(sc[0].count, 2);
+	cr_assert_eq(sc[0].max, 300 * US);
+	cr_assert_eq(sc[1].count, 2);
+	cr_assert_eq(sc[1].max, 200 * US);
+	cr_assert_eq(holds_cut(&h, b, 3, sc, 1), 1, "at most cap scans");
+}

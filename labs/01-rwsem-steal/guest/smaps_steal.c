@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,68 +60,17 @@ static void usage(FILE *f)
 		"Exit: 0 ok, 1 run failed, 2 usage, 3 wrong kernel (knobs missing).\n");
 }
 
-static void bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "smaps_steal: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	exit(MG_EXIT_USAGE);
-}
-
 static void parse_args(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "vmas", required_argument, 0, 'v' },
-		{ "seconds", required_argument, 0, 's' },
-		{ "readers", required_argument, 0, 'r' },
-		{ "writer-pause-us", required_argument, 0, 'p' },
-		{ "quick", no_argument, 0, 'q' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
+	static const struct mg_opt o[] = {
+		MG_INT("vmas", &opt.vmas, 100, 1000000, 20000),
+		MG_INT("seconds", &opt.seconds, 1, 600, 4),
+		MG_INT("readers", &opt.readers, 1, 8, MG_NO_QUICK),
+		MG_INT("writer-pause-us", &opt.pause_us, 0, 1000000, MG_NO_QUICK),
+		MG_OPTS_END,
 	};
-	bool set_v = false, set_s = false;
-	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			if (!mg_parse_ll(optarg, 100, 1000000, &opt.vmas))
-				bad_usage("--vmas: expected an integer in 100..1000000, got '%s'", optarg);
-			set_v = true;
-			break;
-		case 's':
-			if (!mg_parse_ll(optarg, 1, 600, &opt.seconds))
-				bad_usage("--seconds: expected an integer in 1..600, got '%s'", optarg);
-			set_s = true;
-			break;
-		case 'r':
-			if (!mg_parse_ll(optarg, 1, 8, &opt.readers))
-				bad_usage("--readers: expected an integer in 1..8, got '%s'", optarg);
-			break;
-		case 'p':
-			if (!mg_parse_ll(optarg, 0, 1000000, &opt.pause_us))
-				bad_usage("--writer-pause-us: expected an integer in 0..1000000, got '%s'", optarg);
-			break;
-		case 'q':
-			opt.quick = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
-	if (opt.quick) {
-		if (!set_v)
-			opt.vmas = 20000;
-		if (!set_s)
-			opt.seconds = 4;
-	}
+	opt.quick = mg_parse_opts("smaps_steal", argc, argv, o, usage);
 }
 
 /* region: smaps-reader */

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -77,90 +76,21 @@ static void usage(FILE *f)
 		"Exit: 0 ok, 1 run failed, 2 usage, 3 wrong kernel (knobs missing).\n");
 }
 
-static void bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "khugepaged_hold: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	exit(MG_EXIT_USAGE);
-}
-
 static void parse_args(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "vmas", required_argument, 0, 'v' },  { "batch", required_argument, 0, 'b' },
-		{ "scans", required_argument, 0, 's' }, { "timeout", required_argument, 0, 't' },
-		{ "region-mb", required_argument, 0, 'r' },
-		{ "writer-pause-us", required_argument, 0, 'p' },
-		{ "stall-us", required_argument, 0, 'S' },
-		{ "quick", no_argument, 0, 'q' },       { "help", no_argument, 0, 'h' },
-		{ "no-pin", no_argument, 0, 'P' },
-		{ 0, 0, 0, 0 },
+	static const struct mg_opt o[] = {
+		MG_INT("vmas", &opt.vmas, 1000, 2000000, 100000),
+		MG_INT("batch", &opt.batch, 1, 1000000, MG_NO_QUICK),
+		MG_INT("scans", &opt.scans, 1, 100, 3),
+		MG_INT("timeout", &opt.timeout, 5, 3600, 20),
+		MG_EVEN("region-mb", &opt.region_mb, 2, 512, 8),
+		MG_INT("writer-pause-us", &opt.pause_us, 0, 1000000, MG_NO_QUICK),
+		MG_INT("stall-us", &opt.stall_us, 100, 100000, MG_NO_QUICK),
+		MG_FLAG("no-pin", &opt.pin, false),
+		MG_OPTS_END,
 	};
-	bool set_v = false, set_s = false, set_t = false, set_r = false;
-	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			if (!mg_parse_ll(optarg, 1000, 2000000, &opt.vmas))
-				bad_usage("--vmas: expected an integer in 1000..2000000, got '%s'", optarg);
-			set_v = true;
-			break;
-		case 'b':
-			if (!mg_parse_ll(optarg, 1, 1000000, &opt.batch))
-				bad_usage("--batch: expected an integer in 1..1000000, got '%s'", optarg);
-			break;
-		case 's':
-			if (!mg_parse_ll(optarg, 1, 100, &opt.scans))
-				bad_usage("--scans: expected an integer in 1..100, got '%s'", optarg);
-			set_s = true;
-			break;
-		case 't':
-			if (!mg_parse_ll(optarg, 5, 3600, &opt.timeout))
-				bad_usage("--timeout: expected seconds in 5..3600, got '%s'", optarg);
-			set_t = true;
-			break;
-		case 'r':
-			if (!mg_parse_ll(optarg, 2, 512, &opt.region_mb) || opt.region_mb % 2)
-				bad_usage("--region-mb: expected an even integer in 2..512, got '%s'", optarg);
-			set_r = true;
-			break;
-		case 'p':
-			if (!mg_parse_ll(optarg, 0, 1000000, &opt.pause_us))
-				bad_usage("--writer-pause-us: expected an integer in 0..1000000, got '%s'", optarg);
-			break;
-		case 'S':
-			if (!mg_parse_ll(optarg, 100, 100000, &opt.stall_us))
-				bad_usage("--stall-us: expected an integer in 100..100000, got '%s'", optarg);
-			break;
-		case 'q':
-			opt.quick = true;
-			break;
-		case 'P':
-			opt.pin = false;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
-	if (opt.quick) {
-		if (!set_v)
-			opt.vmas = 100000;
-		if (!set_s)
-			opt.scans = 3;
-		if (!set_t)
-			opt.timeout = 20;
-		if (!set_r)
-			opt.region_mb = 8;
-	}
+	opt.quick = mg_parse_opts("khugepaged_hold", argc, argv, o, usage);
 }
 
 /* ---- trace_pipe reader ------------------------------------------------ */

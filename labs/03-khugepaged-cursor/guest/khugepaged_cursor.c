@@ -3,7 +3,6 @@
 #include "mmlocks_guest.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -63,84 +62,21 @@ static void usage(FILE *f)
 		MAX_RUNS);
 }
 
-static void bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "khugepaged_cursor: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n");
-	usage(stderr);
-	exit(MG_EXIT_USAGE);
-}
-
 static void parse_args(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "runs", required_argument, 0, 'n' },      { "vmas", required_argument, 0, 'v' },
-		{ "region-mb", required_argument, 0, 'r' }, { "writers", required_argument, 0, 'w' },
-		{ "writer-pause-us", required_argument, 0, 'p' },
-		{ "sleep-ms", required_argument, 0, 's' },  { "timeout", required_argument, 0, 't' },
-		{ "skip-batch", required_argument, 0, 'b' },
-		{ "quick", no_argument, 0, 'q' },           { "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
+	static const struct mg_opt o[] = {
+		MG_INT("runs", &opt.runs, 1, MAX_RUNS, 1),
+		MG_INT("vmas", &opt.vmas, 100, 1000000, MG_NO_QUICK),
+		MG_EVEN("region-mb", &opt.region_mb, 2, 512, MG_NO_QUICK),
+		MG_INT("writers", &opt.writers, 0, 8, MG_NO_QUICK),
+		MG_INT("writer-pause-us", &opt.pause_us, 0, 1000000, MG_NO_QUICK),
+		MG_INT("sleep-ms", &opt.sleep_ms, 0, 60000, MG_NO_QUICK),
+		MG_INT("timeout", &opt.timeout, 1, 3600, 10),
+		MG_INT("skip-batch", &opt.skip_batch, 0, 1000000, MG_NO_QUICK),
+		MG_OPTS_END,
 	};
-	bool set_n = false, set_t = false;
-	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (!mg_parse_ll(optarg, 1, MAX_RUNS, &opt.runs))
-				bad_usage("--runs: expected an integer in 1..50, got '%s'", optarg);
-			set_n = true;
-			break;
-		case 'v':
-			if (!mg_parse_ll(optarg, 100, 1000000, &opt.vmas))
-				bad_usage("--vmas: expected an integer in 100..1000000, got '%s'", optarg);
-			break;
-		case 'r':
-			if (!mg_parse_ll(optarg, 2, 512, &opt.region_mb) || opt.region_mb % 2)
-				bad_usage("--region-mb: expected an even integer in 2..512, got '%s'", optarg);
-			break;
-		case 'w':
-			if (!mg_parse_ll(optarg, 0, 8, &opt.writers))
-				bad_usage("--writers: expected an integer in 0..8, got '%s'", optarg);
-			break;
-		case 'p':
-			if (!mg_parse_ll(optarg, 0, 1000000, &opt.pause_us))
-				bad_usage("--writer-pause-us: expected an integer in 0..1000000, got '%s'", optarg);
-			break;
-		case 's':
-			if (!mg_parse_ll(optarg, 0, 60000, &opt.sleep_ms))
-				bad_usage("--sleep-ms: expected an integer in 0..60000, got '%s'", optarg);
-			break;
-		case 't':
-			if (!mg_parse_ll(optarg, 1, 3600, &opt.timeout))
-				bad_usage("--timeout: expected seconds in 1..3600, got '%s'", optarg);
-			set_t = true;
-			break;
-		case 'b':
-			if (!mg_parse_ll(optarg, 0, 1000000, &opt.skip_batch))
-				bad_usage("--skip-batch: expected an integer in 0..1000000, got '%s'", optarg);
-			break;
-		case 'q':
-			opt.quick = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		bad_usage("unexpected argument '%s'", argv[optind]);
-	if (opt.quick) {
-		if (!set_n)
-			opt.runs = 1;
-		if (!set_t)
-			opt.timeout = 10;
-	}
+	opt.quick = mg_parse_opts("khugepaged_cursor", argc, argv, o, usage);
 }
 
 static long long khp(const char *name)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h> /* isfinite, NAN: macros, no libm needed */
 #include <signal.h>
 #include <stdarg.h>
@@ -192,6 +193,64 @@ bool mg_parse_ll(const char *s, long long min, long long max, long long *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+static void __attribute__((noreturn, format(printf, 3, 4)))
+usage_error(const char *prog, void (*usage)(FILE *), const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	usage(stderr);
+	exit(MG_EXIT_USAGE);
+}
+
+bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt *o,
+		   void (*usage)(FILE *))
+{
+	struct option lo[MG_MAX_OPTS + 3];
+	bool set[MG_MAX_OPTS] = { false }, quick = false;
+	size_t n = 0;
+	int c, i = 0;
+
+	for (; o[n].name; n++) {
+		if (n == MG_MAX_OPTS) {
+			fprintf(stderr, "%s: more than %d options: raise MG_MAX_OPTS\n", prog, MG_MAX_OPTS);
+			exit(MG_EXIT_FAIL);
+		}
+		lo[n] = (struct option){ o[n].name, o[n].val ? required_argument : no_argument, NULL, 'o' };
+	}
+	lo[n] = (struct option){ "quick", no_argument, NULL, 'q' };
+	lo[n + 1] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[n + 2] = (struct option){ NULL, 0, NULL, 0 };
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", lo, &i)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			exit(0);
+		} else if (c == 'q') {
+			quick = true;
+		} else if (c != 'o') {
+			usage_error(prog, usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+		} else if (!o[i].val) {
+			*o[i].flag = o[i].flag_value;
+		} else if (!mg_parse_ll(optarg, o[i].min, o[i].max, o[i].val) || (o[i].even && *o[i].val % 2)) {
+			usage_error(prog, usage, "--%s: expected %s in %lld..%lld, got '%s'", o[i].name,
+				    o[i].even ? "an even integer" : "an integer", o[i].min, o[i].max, optarg);
+		} else {
+			set[i] = true;
+		}
+	}
+	if (optind < argc)
+		usage_error(prog, usage, "unexpected argument '%s'", argv[optind]);
+	for (size_t k = 0; quick && k < n; k++)
+		if (o[k].val && o[k].quick != MG_NO_QUICK && !set[k])
+			*o[k].val = o[k].quick;
+	return quick;
 }
 
 /* ---- files ------------------------------------------------------------ */

@@ -2,7 +2,9 @@
 #ifndef MMLOCKS_GUEST_H
 #define MMLOCKS_GUEST_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +53,39 @@ void mg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Parse a whole decimal integer in [min, max]; false on junk or range. */
 bool mg_parse_ll(const char *s, long long min, long long max, long long *out);
+
+/* A quick value that --quick leaves alone. */
+#define MG_NO_QUICK LLONG_MIN
+#define MG_MAX_OPTS 16
+
+/*
+ * One option of a guest program's command line, "--name". An integer
+ * option (val set) takes a whole number in [min, max] (even, if asked) and
+ * under --quick becomes `quick` unless given (MG_NO_QUICK: keep it). A flag
+ * option (val NULL) sets *flag to flag_value.
+ */
+struct mg_opt {
+	const char *name;
+	long long *val, min, max, quick;
+	bool even;
+	bool *flag, flag_value;
+};
+
+/* Table entries: an integer, an even integer, a flag; MG_OPTS_END ends it. */
+#define MG_INT(n, v, lo, hi, q) { .name = (n), .val = (v), .min = (lo), .max = (hi), .quick = (q) }
+#define MG_EVEN(n, v, lo, hi, q) \
+	{ .name = (n), .val = (v), .min = (lo), .max = (hi), .quick = (q), .even = true }
+#define MG_FLAG(n, f, value) { .name = (n), .flag = (f), .flag_value = (value) }
+#define MG_OPTS_END { .name = NULL }
+
+/*
+ * Parse argv against opts (ended by a zeroed entry) plus --quick and
+ * --help. --help prints usage(stdout) and exits 0; an unknown option, a bad
+ * value or a stray argument prints "PROG: what is wrong" and usage(stderr)
+ * and exits MG_EXIT_USAGE. Returns whether --quick was given.
+ */
+bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt *opts,
+		   void (*usage)(FILE *));
 
 /* ---- files, knobs and their restoration ------------------------------- */
 

@@ -75,25 +75,45 @@ HTMO=$((120 + ntypes * (GTMO + 20)))
 
 OUT=$TOP/build/selftests
 mkdir -p "$OUT"
-ARGS=()
+SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
+boot() { # boot LABEL KNOBS FILE: one mode=selftests boot, logs in $OUT/FILE.*
+	local append="mmlocks.mode=selftests mmlocks.selftests=$TYPES mmlocks.timeout=$GTMO" s0 rc
+	[ -n "$2" ] && append="$append mmlocks.knobs=$2"
+	s0=$(date +%s)
+	printf '%s: %-28s %s ... ' "$PROG" "$1" "$TYPES"
+	"$HERE/run-qemu.sh" --timeout "$HTMO" --append "$append" \
+		--results "$OUT/$3.jsonl" --console-log "$OUT/$3.console.log" \
+		>"$OUT/$3.runner.log" 2>&1
+	rc=$?
+	echo "booted and back in $(( $(date +%s) - s0 )) s$([ $rc = 0 ] || echo ", run-qemu.sh exit $rc")"
+	[ $rc = 0 ] || sed 's/^/    /' "$OUT/$3.runner.log" | tail -n 60
+}
+ARGS=() FLAKY=()
 for s in "${SETTINGS[@]}"; do
 	label=${s%%|*} knobs=${s#*|}
 	file=$(echo "$label" | tr -c 'A-Za-z0-9_.\n-' _)
-	append="mmlocks.mode=selftests mmlocks.selftests=$TYPES mmlocks.timeout=$GTMO"
-	[ -n "$knobs" ] && append="$append mmlocks.knobs=$knobs"
-	s0=$(date +%s)
-	printf '%s: %-28s %s ... ' "$PROG" "$label" "$TYPES"
-	"$HERE/run-qemu.sh" --timeout "$HTMO" --append "$append" \
-		--results "$OUT/$file.jsonl" --console-log "$OUT/$file.console.log" \
-		>"$OUT/$file.runner.log" 2>&1
-	rc=$?
-	echo "booted and back in $(( $(date +%s) - s0 )) s$([ $rc = 0 ] || echo ", run-qemu.sh exit $rc")"
-	[ $rc = 0 ] || sed 's/^/    /' "$OUT/$file.runner.log" | tail -n 60
+	rm -f "$OUT/$file".try1.*
+	boot "$label" "$knobs" "$file"
+	# --quick (make test, CI) boots a failing setting once more, keeping and
+	# printing the first attempt: one failure in about 25 quick runs has been
+	# seen (RUNNING.md, "Known flake"). Two in a row fail; the full run
+	# (make kernel-selftests) never retries.
+	if [ "$QUICK" = 1 ] && ! python3 "$HERE/selftests/check.py" --source "$SRC" \
+		--run "$label" "$OUT/$file.jsonl" "$OUT/$file.console.log" >"$OUT/$file.check.log" 2>&1; then
+		sed 's/^/    /' "$OUT/$file.check.log"
+		for x in jsonl console.log runner.log check.log; do
+			mv "$OUT/$file.$x" "$OUT/$file.try1.$x"
+		done
+		echo "$PROG: $label failed (kept as build/selftests/$file.try1.*); booting it once more"
+		FLAKY+=("$label")
+		boot "$label" "$knobs" "$file"
+	fi
+	rm -f "$OUT/$file.check.log"
 	ARGS+=(--run "$label" "$OUT/$file.jsonl" "$OUT/$file.console.log")
 done
 
-SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
 python3 "$HERE/selftests/check.py" $VERBOSE --source "$SRC" "${ARGS[@]}"
 rc=$?
+[ ${#FLAKY[@]} -eq 0 ] || echo "$PROG: FLAKY: ${FLAKY[*]}: failed once, $([ $rc = 0 ] && echo passed || echo failed) on the second boot (first attempt: build/selftests/*.try1.*)"
 echo "$PROG: wall time $(( $(date +%s) - T0 )) s (logs: build/selftests/)"
 exit $rc

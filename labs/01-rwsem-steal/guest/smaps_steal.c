@@ -15,8 +15,8 @@
 #define SMALL_BASE 0x100000000ul /* 4 GiB: far below the top-down mmap area */
 #define NPOL 3
 #define BASE NPOL /* phase of the no-reader baseline: the writer alone */
-#define IDLE (-1)
-#define STOP (-2)
+#define IDLE MG_PHASE_IDLE
+#define STOP MG_PHASE_STOP
 
 static const char *const counters[] = {
 	"rwsem_rlock_steal", "rwsem_rlock_handoff", "rwsem_wlock_handoff", "rwsem_sleep_writer",
@@ -103,31 +103,6 @@ static void *reader(void *arg)
 }
 /* endregion: smaps-reader */
 
-/* region: mmap-writer */
-static void *writer(void *arg)
-{
-	(void)arg;
-	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != STOP) {
-		int p = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
-		uint64_t t0 = mg_now_ns(), t1, t2;
-		/* Both calls take mmap_write_lock on this process's mm. */
-		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		t1 = mg_now_ns();
-		if (m != MAP_FAILED)
-			munmap(m, 4096);
-		t2 = mg_now_ns();
-		/* Only the thread itself touches lat[p]; the main thread reads it while IDLE. */
-		if (p >= 0 && p == __atomic_load_n(&phase, __ATOMIC_ACQUIRE)) {
-			mg_lat_add(&lat[p], t1 - t0);
-			mg_lat_add(&lat[p], t2 - t1);
-		}
-		if (opt.pause_us)
-			mg_sleep_us((unsigned long)opt.pause_us);
-	}
-	return NULL;
-}
-/* endregion: mmap-writer */
 
 static int read_counters(long long *v)
 {
@@ -172,6 +147,7 @@ int main(int argc, char **argv)
 	};
 	long long steals[NPOL], p99[NPOL], mmc, before_cnt[NCOUNTERS], after_cnt[NCOUNTERS];
 	pthread_t rt[8], wt;
+	struct mg_writer wr = { &phase, lat, 0 };
 	struct mg_json j;
 	long total, inside;
 	int err;
@@ -215,7 +191,8 @@ int main(int argc, char **argv)
 		mg_lat_init(&lat[i], 1 << 21);
 	for (int i = 0; i < opt.readers; i++)
 		pthread_create(&rt[i], NULL, reader, NULL);
-	pthread_create(&wt, NULL, writer, NULL);
+	wr.pause_us = (unsigned long)opt.pause_us;
+	pthread_create(&wt, NULL, mg_mmap_writer, &wr);
 
 	/*
 	 * Baseline: the writer alone, no smaps_rollup reader. Its latency

@@ -17,8 +17,8 @@
 #define EXP "khugepaged-hold"
 #define SMALL_BASE 0x100000000ul /* 4 GiB: lowest user VMAs khugepaged meets after the binary */
 #define PMD_SIZE (2ul << 20)
-#define IDLE (-1)
-#define STOP (-2)
+#define IDLE MG_PHASE_IDLE
+#define STOP MG_PHASE_STOP
 
 static struct {
 	long long vmas, batch, scans, timeout, region_mb, pause_us, stall_us;
@@ -34,7 +34,7 @@ static struct tlog obs[2];
 static uint64_t trace_last_ts; /* newest event timestamp the reader has processed */
 static int trace_stop;
 
-/* Writer cross-check: mmap+munmap latency per configuration. */
+/* Writer cross-check (mg_mmap_writer): mmap+munmap latency per configuration. */
 static int phase = IDLE;
 static struct mg_lat wlat[2];
 
@@ -135,29 +135,6 @@ static void *trace_reader(void *arg)
 	return NULL;
 }
 
-/* ---- writer cross-check ----------------------------------------------- */
-
-static void *writer(void *arg)
-{
-	(void)arg;
-	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != STOP) {
-		int p = __atomic_load_n(&phase, __ATOMIC_ACQUIRE);
-		uint64_t t0 = mg_now_ns(), t1, t2;
-		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		t1 = mg_now_ns();
-		if (m != MAP_FAILED)
-			munmap(m, 4096);
-		t2 = mg_now_ns();
-		if (p >= 0 && p == __atomic_load_n(&phase, __ATOMIC_ACQUIRE)) {
-			mg_lat_add(&wlat[p], t1 - t0);
-			mg_lat_add(&wlat[p], t2 - t1);
-		}
-		if (opt.pause_us)
-			mg_sleep_us((unsigned long)opt.pause_us);
-	}
-	return NULL;
-}
 
 /* ---- CPU placement ----------------------------------------------------- */
 
@@ -409,6 +386,7 @@ int main(int argc, char **argv)
 	size_t region;
 	uintptr_t raddr;
 	pthread_t tt, wt;
+	struct mg_writer wr = { &phase, wlat, 0 };
 	struct mg_json j;
 	long long mmc, c0, passes[2] = { 0, 0 }, dscans[2] = { 0, 0 };
 	long inside, total;
@@ -520,7 +498,8 @@ int main(int argc, char **argv)
 		mg_lat_init(&wlat[c], 1 << 20);
 	}
 	pthread_create(&tt, NULL, trace_reader, NULL);
-	pthread_create(&wt, NULL, writer, NULL);
+	wr.pause_us = (unsigned long)opt.pause_us;
+	pthread_create(&wt, NULL, mg_mmap_writer, &wr);
 
 	/* region: measure */
 	for (int c = 0; c < 2 && !mg_stop_signal; c++) {

@@ -533,6 +533,31 @@ void mg_lat_add(struct mg_lat *l, uint64_t ns)
 		l->max = ns;
 }
 
+/* region: mmap-writer */
+void *mg_mmap_writer(void *arg)
+{
+	const struct mg_writer *w = arg;
+	int p;
+
+	while ((p = __atomic_load_n(w->phase, __ATOMIC_ACQUIRE)) != MG_PHASE_STOP) {
+		uint64_t t0 = mg_now_ns(), t1, t2;
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		t1 = mg_now_ns();
+		if (m != MAP_FAILED)
+			munmap(m, 4096);
+		t2 = mg_now_ns();
+		if (p >= 0 && p == __atomic_load_n(w->phase, __ATOMIC_ACQUIRE)) {
+			mg_lat_add(&w->lat[p], t1 - t0);
+			mg_lat_add(&w->lat[p], t2 - t1);
+		}
+		if (w->pause_us)
+			mg_sleep_us(w->pause_us);
+	}
+	return NULL;
+}
+/* endregion: mmap-writer */
+
 void mg_lat_free(struct mg_lat *l)
 {
 	free(l->v);

@@ -149,6 +149,26 @@ void mg_lat_free(struct mg_lat *l);
 /* Nearest-rank percentile (0 < p <= 100) of the stored samples; sorts them. */
 uint64_t mg_lat_pct(struct mg_lat *l, double p);
 
+/* ---- the mmap writer of the lock experiments --------------------------- */
+
+#define MG_PHASE_IDLE (-1) /* between configurations: latencies not recorded */
+#define MG_PHASE_STOP (-2) /* the writer returns */
+
+/*
+ * mg_mmap_writer(w) loops until *w->phase is MG_PHASE_STOP: mmap() and
+ * munmap() of one anonymous page (each takes mmap_write_lock on this
+ * process's mm), both latencies added to w->lat[p] while *w->phase is some
+ * p >= 0 (and still p afterwards), then a pause of w->pause_us. Only the
+ * writer touches w->lat[]: read it while the phase is MG_PHASE_IDLE.
+ */
+struct mg_writer {
+	const int *phase;
+	struct mg_lat *lat;
+	unsigned long pause_us;
+};
+
+void *mg_mmap_writer(void *w);
+
 int mg_cmp_double(const void *a, const void *b);
 /* Median of n values (sorts the array in place). */
 double mg_median(double *v, size_t n);

@@ -95,7 +95,7 @@ for s in "${SETTINGS[@]}"; do
 	rm -f "$OUT/$file".try1.*
 	boot "$label" "$knobs" "$file"
 	# --quick (make test, CI) boots a failing setting once more, keeping and
-	# printing the first attempt: one failure in about 25 quick runs has been
+	# printing the first attempt: one failure in about 65 runs has been
 	# seen (RUNNING.md, "Known flake"). Two in a row fail; the full run
 	# (make kernel-selftests) never retries.
 	if [ "$QUICK" = 1 ] && ! python3 "$HERE/selftests/check.py" --source "$SRC" \

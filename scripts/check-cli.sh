@@ -26,7 +26,7 @@ for c in labs/[0-9][0-9]-*/guest/*.c; do
   b=$gdir/$(basename "$c" .c)
   extra=(); for x in "${c%.c}"/*.c; do [ -f "$x" ] && extra+=("$x"); done   # guest/NAME/*.c
   if gcc -O1 -std=gnu11 -Wall -Wextra -Werror -pthread -Ilabs/kernel/guest -I"$(dirname "$c")" "$c" \
-      ${extra[@]+"${extra[@]}"} labs/kernel/guest/mmlocks_guest.c -o "$b" 2>"$b.err"; then
+      ${extra[@]+"${extra[@]}"} labs/kernel/guest/*.c -o "$b" 2>"$b.err"; then
     progs+=("$b")
   else
     echo "  FAIL $c does not compile:"; sed 's/^/    /' "$b.err"; bad_compile=1

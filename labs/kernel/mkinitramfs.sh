@@ -60,14 +60,14 @@ command -v python3 >/dev/null || die "python3 is needed to write the cpio archiv
 INIT=$HERE/init
 EXPERIMENTS=$HERE/experiments
 SHARED_DIR=$HERE/guest
-SHARED_C=$SHARED_DIR/mmlocks_guest.c
+SHARED_C=$SHARED_DIR/mmlocks_guest.c   # and every other $SHARED_DIR/*.c
 [ -f "$INIT" ] || die "missing $INIT"
 
-# Guest programs: every labs/*/guest/*.c except the shared helper.
+# Guest programs: every labs/*/guest/*.c except the shared helpers.
 PROGRAMS=()
 for f in "$TOP"/labs/*/guest/*.c; do
 	[ -f "$f" ] || continue
-	[ "$f" = "$SHARED_C" ] && continue
+	[ "$(dirname "$f")" = "$SHARED_DIR" ] && continue
 	PROGRAMS+=("$f")
 done
 if [ ${#PROGRAMS[@]} -gt 0 ] && [ ! -f "$SHARED_C" ]; then
@@ -130,10 +130,15 @@ fi
 # ---- guest programs ---------------------------------------------------------
 CFLAGS=(-static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -I"$SHARED_DIR")
 if [ ${#PROGRAMS[@]} -gt 0 ]; then
-	if ! "$CC" "${CFLAGS[@]}" -c "$SHARED_C" -o "$WORK/mmlocks_guest.o" 2>"$WORK/cc.err"; then
-		cat "$WORK/cc.err" >&2
-		die "compile error in ${SHARED_C#$TOP/}"
-	fi
+	SHARED_O=()
+	for c in "$SHARED_DIR"/*.c; do
+		o=$WORK/shared-$(basename "$c" .c).o
+		if ! "$CC" "${CFLAGS[@]}" -c "$c" -o "$o" 2>"$WORK/cc.err"; then
+			cat "$WORK/cc.err" >&2
+			die "compile error in ${c#$TOP/}"
+		fi
+		SHARED_O+=("$o")
+	done
 fi
 # A program too long for one file keeps its other sources in guest/NAME/
 # (included as "NAME/file.h" from NAME.c).
@@ -141,7 +146,7 @@ for f in ${PROGRAMS[@]+"${PROGRAMS[@]}"}; do
 	name=$(basename "$f" .c)
 	extra=()
 	for x in "${f%.c}"/*.c; do [ -f "$x" ] && extra+=("$x"); done
-	if ! "$CC" "${CFLAGS[@]}" -I"$(dirname "$f")" "$f" ${extra[@]+"${extra[@]}"} "$WORK/mmlocks_guest.o" \
+	if ! "$CC" "${CFLAGS[@]}" -I"$(dirname "$f")" "$f" ${extra[@]+"${extra[@]}"} "${SHARED_O[@]}" \
 		-o "$ROOT/labs/$name" 2>"$WORK/cc.err"; then
 		cat "$WORK/cc.err" >&2
 		die "compile error in ${f#$TOP/} (or ${f#$TOP/}'s directory)"

@@ -43,7 +43,7 @@ if [ "$BUILD" = 1 ]; then
 fi
 # Guest programs the initramfs has (the names the guest must report).
 mapfile -t PROGS < <(for f in "$TOP"/labs/*/guest/*.c; do
-	[ -f "$f" ] && [ "$(basename "$f")" != mmlocks_guest.c ] && basename "$f" .c; done | sort)
+	[ -f "$f" ] && [ "$(dirname "$f")" != "$HERE/guest" ] && basename "$f" .c; done | sort)
 [ -n "$TMO" ] || TMO=$((120 + 75 * ${#PROGS[@]}))
 
 OUT=$TOP/build/smoke

@@ -117,9 +117,9 @@ for name, e in exps.items():
         pass
     g = lambda k, d="?": m.get(k, meta.get(k, d))
     host = g("host", {}) or {}
-    hostdesc = ", ".join(str(x) for x in (host.get("cpu"), host.get("nproc") and "%s CPUs" % host["nproc"],
-                                          host.get("mem_mib") and "%s MiB" % host["mem_mib"],
-                                          host.get("os")) if x) or "?"
+    ncpu = host.get("cpus") or host.get("nproc")
+    hostdesc = ", ".join(str(x) for x in (host.get("cpu"), ncpu and "%s CPUs" % ncpu,
+                                          host.get("kernel") and "Linux " + str(host["kernel"])) if x) or "?"
     accel = str(g("accel"))
     lines = ["# Reference run %s: %s" % (run, name), ""]
     lines.append("A `make reproduce` run copied by `make reference`; the book quotes it by "

@@ -246,7 +246,7 @@ end
 
 local function with_unit(text, unit)
   if unit == "" then return text end
-  if unit == "x" or unit == "pct" then return text .. SHOW[unit] end
+  if unit == "x" or unit == "pct" or unit == "per_s" then return text .. SHOW[unit] end
   return text .. "\u{a0}" .. SHOW[unit]
 end
 
@@ -280,7 +280,7 @@ local AGG = {
   end,
 }
 
--- One value: a = attributes (exp, run, sel, field, unit, agg, over, digits).
+-- One value: a = attributes (exp, run, sel, field, unit, agg, over, per, digits).
 -- Returns the text and the run.
 local function resolve(a, where)
   local r = load_run(a.exp, a.run, where)
@@ -296,6 +296,13 @@ local function resolve(a, where)
     local v = get_path(rec, field)
     if v == nil then fail(where, "field '" .. field .. "' not found in the record of " .. r.dir .. " selected by sel=\"" .. (a.sel or "") .. "\"") end
     if v == json.null then fail(where, "no result: " .. what .. " is null") end
+    if a.per then -- per=FIELD: divide by another field of the same record
+      local d = get_path(rec, a.per)
+      if type(d) ~= "number" or d == 0 or type(v) ~= "number" then
+        fail(where, "per=" .. a.per .. ": needs two numbers, the divisor non-zero, in the record of " .. r.dir)
+      end
+      v = v / d
+    end
     vals[#vals + 1] = v
     -- A summary "before"/"after" (or ratio) that hit the program's timeout is a lower bound.
     local bt, at = rec.before_timeouts, rec.after_timeouts
@@ -403,8 +410,8 @@ function M.reftable(div)
   if not a.cols then fail(where, "a .reftable needs cols=\"FIELD [UNIT] [= HEADER]; ...\"") end
   local cols = {}
   for spec in a.cols:gmatch("[^;]+") do
-    local lhs, head = spec:match("^%s*(.-)%s*=%s*(.-)%s*$")
-    if not lhs or lhs:find("=") then lhs, head = spec:match("^%s*(.-)%s*$"), nil end
+    local lhs, head = spec:match("^%s*(.-)%s+=%s+(.-)%s*$") -- " = HEADER", spaces around
+    if not lhs then lhs, head = spec:match("^%s*(.-)%s*$"), nil end
     local field, rest = lhs:match("^(%S+)%s*(.-)$")
     if not field then fail(where, "empty column in cols=") end
     local c = { field = field, head = head or field }
@@ -437,7 +444,8 @@ function M.reftable(div)
           cell = pandoc.read(v, "markdown").blocks[1].content
         else
           -- Pin the selector to this record: its position among the matches.
-          local one = { exp = a.exp, run = run, field = c.field, unit = c.unit, digits = c.digits, agg = c.agg }
+          local one = { exp = a.exp, run = run, field = c.field, unit = c.unit, digits = c.digits,
+                        agg = c.agg, per = c.per }
           one.sel = a.sel
           local saved = r.records
           r.records = { rec }

@@ -85,6 +85,7 @@ check "ref lower bound"    ok   "≥${NB}60${NB}s"   '[]{.ref exp=demo run=R1 se
 check "ref median"         ok   "3${NB}µs"     '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=scan_us_before agg=median}'
 check "ref range"          ok   "1--5${NB}µs"   '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=scan_us_before agg=range}'
 check "ref over"           ok   "0.51×"    "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us over=\"type=sample,policy=0\"}"
+check "ref per"            ok   "1,185"    '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=steals per=writer_p99_us digits=4}'
 check "refs defaults"      ok   "427${NB}µs"   "::: {.refs exp=demo run=R1}
 []{.ref $P1 field=writer_p99_us}
 :::"

@@ -128,8 +128,18 @@ local function anchor(exp, run) return "ref-" .. exp .. "-" .. run:lower() end
 -- ------------------------------------------------------------ selection
 -- sel="k=v,k^=prefix,k!=v": every clause must hold. Numbers compare as numbers.
 local function parse_sel(sel, where)
-  local clauses = {}
-  for part in (sel or ""):gmatch("[^,]+") do
+  local clauses, parts, start = {}, {}, 1
+  sel = sel or ""
+  -- A comma starts a new clause only when "key=" (or ^=, !=) follows it,
+  -- so values may contain commas ("metric^=hold per scan, vCPU").
+  for i = 1, #sel do
+    if sel:sub(i, i) == "," and sel:sub(i + 1):match("^%s*[%w_%.]+%s*[%^!]?=") then
+      parts[#parts + 1] = sel:sub(start, i - 1)
+      start = i + 1
+    end
+  end
+  if start <= #sel then parts[#parts + 1] = sel:sub(start) end
+  for _, part in ipairs(parts) do
     local k, op, v = part:match("^%s*([%w_%.]+)%s*([%^!]?=)%s*(.-)%s*$")
     if not k then fail(where, "bad selector clause '" .. part .. "' (want key=value, key^=prefix or key!=value)") end
     clauses[#clauses + 1] = { k = k, op = op, v = v }
@@ -200,13 +210,13 @@ local function source_unit(rec, field)
     if u then return u end
     return rec.unit == "count" and "" or nil
   end
-  if last == "seconds" then return "s" end
   local toks = {}
   for t in last:gmatch("[^_]+") do toks[#toks + 1] = t end
   for i = #toks, 1, -1 do
     local t = toks[i]
     if t == "s" and toks[i - 1] == "per" then return "per_s" end
     if TIME[t] or t == "pct" then return t end
+    if t == "seconds" then return "s" end
   end
   return ""
 end

@@ -233,6 +233,11 @@ local function resolve(a, where)
   end
   local from = source_unit(recs[1], field)
   local ask = a.unit and ASK[a.unit]
+  if a.per and ask == "pct" and from == source_unit(recs[1], a.per) then
+    -- a fraction of like quantities (holds with stops per hold) as a percentage
+    for i, v in ipairs(vals) do vals[i] = v * 100 end
+    from = "pct"
+  end
   if a.unit and ask == nil then fail(where, "unknown unit '" .. a.unit .. "' (use ns, us, ms, s, x, %, /s or count)") end
   if #vals == 1 and type(vals[1]) == "string" then
     if a.unit then fail(where, "unit mismatch: " .. what .. " is text, asked for " .. a.unit) end

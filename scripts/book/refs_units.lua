@@ -56,8 +56,7 @@ local function fmt_num(v, sig)
     s = group(string.format("%.0f", a))
   else
     local decimals = a > 0 and math.max(0, sig - 1 - math.floor(math.log(a, 10))) or 0
-    s = string.format("%." .. decimals .. "f", a)
-    if s:find("%.") then s = s:gsub("0+$", ""):gsub("%.$", "") end
+    s = string.format("%." .. decimals .. "f", a) -- trailing zeros are significant
     s = group(s:match("^%d+")) .. (s:match("%..*$") or "")
   end
   return (v < 0 and "-" or "") .. s

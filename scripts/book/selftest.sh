@@ -66,7 +66,7 @@ mkrun() { # mkrun EXP RUN OK JSONL
 }
 DEMO='{"type":"begin","experiment":"demo"}
 {"type":"sample","experiment":"demo","policy":0,"writer_p99_us":836.4,"steals":991366}
-{"type":"sample","experiment":"demo","policy":1,"writer_p99_us":427,"steals":0}
+{"type":"sample","experiment":"demo","policy":1,"writer_p99_us":427,"steals":0,"holds":8,"stopped":2}
 {"type":"summary","experiment":"demo","metric":"writer p99","unit":"us","before":836.4,"after":427,"ratio":1.958,"scan_us_before":[5,1,3]}
 {"type":"summary","experiment":"demo","metric":"time to collapse","unit":"s","before":60,"after":7.82,"ratio":7.67,"before_timeouts":4}
 {"type":"end","experiment":"demo","rc":0,"seconds":60}'
@@ -86,6 +86,7 @@ check "ref median"         ok   "3${NB}µs"     '[]{.ref exp=demo run=R1 sel="me
 check "ref range"          ok   "1--5${NB}µs"   '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=scan_us_before agg=range}'
 check "ref over"           ok   "0.51×"    "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us over=\"type=sample,policy=0\"}"
 check "ref per"            ok   "1,185"    '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=steals per=writer_p99_us digits=4}'
+check "ref per %"          ok   "25%"    "[]{.ref exp=demo run=R1 $P1 field=stopped per=holds unit=%}"
 check "refs defaults"      ok   "427${NB}µs"   "::: {.refs exp=demo run=R1}
 []{.ref $P1 field=writer_p99_us}
 :::"

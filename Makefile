@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests bench plots clean distclean
+	skeletons kernel-selftests bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -97,6 +97,12 @@ reproduce: kernel image ## run every in-guest experiment into results/<UTC time>
 
 kernel-selftests: kernel image ## the 6.12 khugepaged selftest, every knob setting
 	@labs/kernel/selftests.sh
+
+shq = '$(subst ','\'',$(1))'
+reference: ## copy a run for the book: RUN=results/<ts> [ONLY=name] [LABEL= LOAD= NOTE=]
+	@[ -n "$(RUN)" ] || { echo "make reference: give RUN=results/<UTC time> (and ONLY=experiment to copy one)" >&2; exit 2; }
+	@scripts/reference.sh $(if $(ONLY),--only $(call shq,$(ONLY))) $(if $(LABEL),--label $(call shq,$(LABEL))) \
+	  $(if $(LOAD),--load $(call shq,$(LOAD))) $(if $(NOTE),--note $(call shq,$(NOTE))) $(call shq,$(RUN))
 
 # ------------------------------------------------------------------ tests
 test: deps ## everything CI checks (GUEST=0 skips the QEMU part)

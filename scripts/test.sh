@@ -36,6 +36,8 @@ done
 step "grade" labs/tools/grade-all
 step "cli" scripts/check-cli.sh
 step "book-errors" scripts/book/selftest.sh
+step "book-numbers" scripts/book/check-numbers.py
+step "book-refs" scripts/book/check-refs.sh
 step "book" make --no-print-directory book
 step "kernel-scripts" labs/kernel/selftests/test-host.sh
 if [ "$GUEST" != 0 ]; then

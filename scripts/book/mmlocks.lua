@@ -9,7 +9,13 @@
 --  3. Images of diagrams/X.dot become build/diagrams/X.svg (rendered by make);
 --     other local images must exist.
 --  4. ::: {.results experiment="NAME"} is replaced by results/latest/NAME.md
---     when that file exists (the reader's own measurement).
+--     when that file exists (the reader's own measurement); with
+--     reference="RUN" the committed reference run is shown beside it.
+--  5. Measured numbers by reference (refs.lua): []{.ref ...} spans,
+--     ::: {.refs} defaults, ::: {.reftable} tables, and an appendix
+--     "Reference runs" listing every run the document quotes.
+
+local refs = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "refs.lua")
 
 local function fail(msg)
   io.stderr:write("book: error: " .. msg .. "\n")
@@ -223,12 +229,20 @@ local function Div(div)
     if not exp then fail("a .results block needs experiment=\"NAME\"") end
     local path = "results/latest/" .. exp .. ".md"
     local text = read_file(path)
+    local own
     if text then
       local doc = pandoc.read(text, "markdown")
-      return pandoc.Div(doc.blocks, pandoc.Attr("", { "results", "measured" }))
+      own = pandoc.Div(doc.blocks, pandoc.Attr("", { "results", "measured" }))
+    else
+      own = pandoc.Div(div.content, pandoc.Attr("", { "results", "not-measured" }))
     end
-    return pandoc.Div(div.content, pandoc.Attr("", { "results", "not-measured" }))
+    local out = { own }
+    for run in (div.attributes.reference or ""):gmatch("%S+") do
+      out[#out + 1] = refs.reference_box(exp, run, div.attributes.src)
+    end
+    return out
   end
+  if div.classes:includes("reftable") then return refs.reftable(div) end
   return nil
 end
 
@@ -249,7 +263,7 @@ local function Pandoc(doc)
         Code = function(c)
           local t = read_file(c.text)
           if not t then fail("chapter listed in book.md not found: " .. c.text) end
-          texts[#texts + 1] = t
+          texts[#texts + 1] = refs.tag_source(t, c.text)
         end,
       })
       if #texts == 0 then fail("book.md: the .chapters list is empty") end
@@ -263,7 +277,17 @@ local function Pandoc(doc)
   return pandoc.Pandoc(blocks, doc.meta)
 end
 
+-- The appendix of reference runs, after everything else.
+local function Appendix(doc)
+  local extra = refs.appendix()
+  if #extra == 0 then return nil end
+  for _, b in ipairs(extra) do doc.blocks:insert(b) end
+  return doc
+end
+
 return {
   { Pandoc = Pandoc },
-  { CodeBlock = CodeBlock, Image = Image, Div = Div },
+  { Div = refs.refs_div },
+  { CodeBlock = CodeBlock, Image = Image, Div = Div, Span = refs.span },
+  { Pandoc = Appendix },
 }

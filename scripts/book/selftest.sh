@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Prove the book build fails, naming file and name, on a missing region,
 # function, listing file, diagram or chapter; and that a good region works.
+# Then the same for measured numbers by reference (refs.lua): good values,
+# units, tables, and every way a reference can be wrong; and that the
+# hand-typed-number check (check-numbers.py) fails on one.
 set -u
 cd "$(dirname "$0")/../.."
 case "${1:-}" in
@@ -50,5 +53,82 @@ printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/gone.md`\n:::\n' > "
 if (cd "$tmp" && pandoc book.md --lua-filter "$filter" -t html 2>&1) | grep -qF "chapter listed in book.md not found: chapters/gone.md"; then
   echo "  ok   missing chapter"; pass=$((pass + 1))
 else echo "  FAIL missing chapter"; fail=$((fail + 1)); fi
+
+# ---- references: fixture runs R1 and R2 of "demo", a failed run of "broken"
+mkrun() { # mkrun EXP RUN OK JSONL
+  local d="$tmp/reference/$1/$2"
+  mkdir -p "$d"
+  printf '# Reference run %s: %s\n\n- Run: %s\n- Label: label of %s\n' "$2" "$1" "$2" "$2" > "$d/README.md"
+  printf '| Metric | Before |\n|---|---|\n| m | 1 |\n' > "$d/$1.md"
+  printf '{"experiments":[{"name":"%s","status":"%s","ok":%s,"guest_rc":0}]}\n' "$1" \
+    "$([ "$3" = true ] && echo ok || echo timeout)" "$3" > "$d/meta.json"
+  printf '%s\n' "$4" > "$d/$1.jsonl"
+}
+DEMO='{"type":"begin","experiment":"demo"}
+{"type":"sample","experiment":"demo","policy":0,"writer_p99_us":836.4,"steals":991366}
+{"type":"sample","experiment":"demo","policy":1,"writer_p99_us":427,"steals":0,"holds":8,"stopped":2}
+{"type":"summary","experiment":"demo","metric":"writer p99","unit":"us","before":836.4,"after":427,"ratio":1.958,"scan_us_before":[5,1,3]}
+{"type":"summary","experiment":"demo","metric":"time to collapse","unit":"s","before":60,"after":7.82,"ratio":7.67,"before_timeouts":4}
+{"type":"end","experiment":"demo","rc":0,"seconds":60}'
+mkrun demo R1 true "$DEMO"
+mkrun demo R2 true "${DEMO//836.4/912.5}"
+mkrun broken R1 false '{"type":"begin","experiment":"broken"}'
+P1='sel="type=sample,policy=1"'
+NB=$'\xc2\xa0'   # values are joined to their unit by a no-break space
+check "ref value"          ok   "427${NB}µs"   "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
+check "ref links the run"  ok   "#ref-demo-r1"   "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
+check "ref appendix"       ok   "label of R1"   "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
+check "ref converts unit"  ok   "0.836${NB}ms" '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=writer_p99_us unit=ms}'
+check "ref count"          ok   "991,366"  '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=steals}'
+check "ref summary row"    ok   "1.96×"    '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=ratio}'
+check "ref lower bound"    ok   "≥${NB}60${NB}s"   '[]{.ref exp=demo run=R1 sel="metric^=time" field=before}'
+check "ref median"         ok   "3${NB}µs"     '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=scan_us_before agg=median}'
+check "ref range"          ok   "1--5${NB}µs"   '[]{.ref exp=demo run=R1 sel="metric=writer p99" field=scan_us_before agg=range}'
+check "ref over"           ok   "0.51×"    "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us over=\"type=sample,policy=0\"}"
+check "ref per"            ok   "1,185"    '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=steals per=writer_p99_us digits=4}'
+check "ref per %"          ok   "25%"    "[]{.ref exp=demo run=R1 $P1 field=stopped per=holds unit=%}"
+check "refs defaults"      ok   "427${NB}µs"   "::: {.refs exp=demo run=R1}
+[]{.ref $P1 field=writer_p99_us}
+:::"
+check "typed and equal"    ok   "427${NB}µs"   "[427 µs]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
+check "reftable"           ok   "912${NB}µs"    '::: {.reftable exp=demo sel="type=sample,policy=0" cols="@run = run; @label = host; writer_p99_us = p99"}
+:::'
+check "results + ref box"  ok   "Our reference run" '::: {.results experiment="demo" reference="R2"}
+not measured
+:::'
+check "missing run"        fail "chapters/c.md:3: reference run 'R9' of experiment 'demo' not found (have: R1, R2)" \
+  "[]{.ref exp=demo run=R9 $P1 field=writer_p99_us}"
+check "missing experiment" fail "chapters/c.md:4: no reference runs of experiment 'zzz'" "text
+[]{.ref exp=zzz run=R1 $P1 field=writer_p99_us}"
+check "missing field"      fail "field 'nope' not found" "[]{.ref exp=demo run=R1 $P1 field=nope}"
+check "no record"          fail "no record of reference/demo/R1 matches" '[]{.ref exp=demo run=R1 sel="policy=7" field=steals}'
+check "ambiguous"          fail "gives 2 values" '[]{.ref exp=demo run=R1 sel="type=sample" field=steals}'
+check "failed experiment"  fail "no result: experiment 'broken' in reference run 'R1' did not complete" \
+  '[]{.ref exp=broken run=R1 sel="type=begin" field=experiment}'
+check "unit mismatch"      fail "unit mismatch: reference/demo/R1 steals" '[]{.ref exp=demo run=R1 sel="type=sample,policy=0" field=steals unit=ms}'
+check "unit mismatch 2"    fail "unit mismatch" "[]{.ref exp=demo run=R1 $P1 field=writer_p99_us unit=%}"
+check "typed and stale"    fail "typed '428 µs' but the reference gives '427 µs'" "[428 µs]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
+check "reftable failed run" fail "no result: experiment 'broken'" '::: {.reftable exp=broken cols="@run"}
+:::'
+check "missing reference box" fail "reference run 'R7' of experiment 'demo' not found" '::: {.results experiment="demo" reference="R7"}
+x
+:::'
+
+# ---- the hand-typed-number check
+numcheck() { # numcheck NAME EXPECT(ok|fail) TEXT BODY
+  printf '# T\n\n### What our runs showed\n\n%s\n\n## Next\n\nOutside: 5 ms.\n' "$4" > "$tmp/chapters/n.md"
+  local out rc
+  out=$(scripts/book/check-numbers.py "$tmp/chapters/n.md" 2>&1); rc=$?
+  if { [ "$2" = ok ] && [ $rc -eq 0 ]; } || { [ "$2" = fail ] && [ $rc -eq 1 ]; } && grep -qF -- "$3" <<<"$out"; then
+    echo "  ok   $1: $(head -1 <<<"$out")"; pass=$((pass + 1))
+  else
+    echo "  FAIL $1 (rc=$rc): $out" | head -5; fail=$((fail + 1))
+  fi
+}
+numcheck "numbers: typed"      fail "n.md:5: hand-typed measurement '495.7 ms'" 'The walk took 495.7 ms, or 491×.'
+numcheck "numbers: ratio"      fail "hand-typed measurement '491×'" 'The walk took [](.x), or 491×.'
+numcheck "numbers: percent"    fail "hand-typed measurement '85 %'" 'Reads rose by 70–85 %.'
+numcheck "numbers: no source"  fail "needs source=" 'Published [95 ms]{.published}.'
+numcheck "numbers: clean"      ok   "0 hand-typed" 'Took []{.ref exp=a run=b field=c}, published [95 ms]{.published source="seed 000 patch 5"}, a [4 ms]{.setting} jiffy, `5 ms` in code, 0x100.'
 echo "book selftest: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Run the rwsem model's benchmark (bench_rwsem) in the settings lab 01's
+# handout asks about, and commit-ready the result as a reference run:
+# reference/rwsem-bench/<UTC time>/ (same layout as `make reference`), so the
+# handout quotes it by reference instead of typing numbers.
+set -uo pipefail
+PROG=scripts/reference-bench.sh
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP"
+
+usage() {
+	cat <<EOF
+usage: $PROG [--label TEXT] [--note TEXT] [--duration-ms N] [--out DIR]
+
+Builds bench_rwsem with lab 01's solution (labs/01-rwsem-steal/src) and with
+its step-1 skeleton (6.12's guard removed), runs it as the handout's P1-P5
+do, one configuration after another, each under a 120 s timeout:
+  default       solution, default settings
+  timeout-1ms   solution, --timeout-us 1000
+  timeout-16ms  solution, --timeout-us 16000
+  readers-2     solution, --readers 2
+  noguard-2     step-1 skeleton, --readers 2
+and writes reference/rwsem-bench/<UTC time>/ (or DIR/<UTC time>/):
+rwsem-bench.jsonl (one "sample" record per configuration and policy:
+config, policy, writes, p50_us, p99_us, max_us, rlock_steal, wlock_handoff,
+sleep_writer, retakes_per_s; one "uncontended" record per configuration),
+rwsem-bench.md, meta.json, README.md (machine, load, commit, commands).
+
+  --label TEXT     a short name for the run in tables
+  --note TEXT      a sentence for the README
+  --duration-ms N  per policy (default 1000, the handout's setting)
+  --out DIR        instead of reference/rwsem-bench
+  --help           this text
+Exit status: 0 written, 1 a build or run failed (nothing written), 2 usage.
+EOF
+}
+die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+LABEL= NOTE= DUR=1000 OUT=reference/rwsem-bench
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-h|--help) usage; exit 0 ;;
+	--label) [ $# -ge 2 ] || die_usage "--label needs a text"; LABEL=$2; shift 2 ;;
+	--note) [ $# -ge 2 ] || die_usage "--note needs a text"; NOTE=$2; shift 2 ;;
+	--duration-ms) [ $# -ge 2 ] || die_usage "--duration-ms needs a number"; DUR=$2; shift 2 ;;
+	--out) [ $# -ge 2 ] && [ -n "$2" ] || die_usage "--out needs a directory"; OUT=$2; shift 2 ;;
+	*) die_usage "unknown argument '$1'" ;;
+	esac
+done
+case "$DUR" in ''|*[!0-9]*) die_usage "--duration-ms must be a number, got '$DUR'" ;; esac
+{ [ "$DUR" -ge 100 ] && [ "$DUR" -le 60000 ]; } || die_usage "--duration-ms must be 100..60000, got $DUR"
+
+tmp=$(mktemp -d) ; trap 'rm -rf "$tmp"' EXIT
+lab=labs/01-rwsem-steal
+labs/tools/mkskel --todo 1 "$lab/src" "$tmp/skel" >/dev/null || die "mkskel failed"
+build() { # build NAME SRC
+	make --no-print-directory -s -C "$lab" bench SRC="$2" BUILD="$tmp/$1" >/dev/null 2>"$tmp/$1.err" ||
+		{ [ -x "$tmp/$1/bench_rwsem" ] || { cat "$tmp/$1.err" >&2; die "building bench_rwsem ($1) failed"; }; }
+}
+build solution src
+build noguard "$tmp/skel"
+
+ts=$(date -u +%Y%m%dT%H%M%SZ)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$tmp/out.txt"
+run() { # run CONFIG BUILD ARGS...
+	local cfg=$1 b=$2; shift 2
+	echo "$PROG: $cfg: bench_rwsem $* --duration-ms $DUR" >&2
+	{ echo "@config $cfg $b $*"; timeout 120 "$tmp/$b/bench_rwsem" "$@" --duration-ms "$DUR"; } >>"$tmp/out.txt" ||
+		die "bench_rwsem $* failed or timed out"
+}
+run default solution
+run timeout-1ms solution --timeout-us 1000
+run timeout-16ms solution --timeout-us 16000
+run readers-2 solution --readers 2
+run noguard-2 noguard --readers 2
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+python3 - "$tmp/out.txt" "$OUT" "$ts" "$LABEL" "$NOTE" "$load_before" "$load_after" "$commit" "$DUR" <<'EOF'
+import json, os, platform, re, sys, tempfile
+src, out, ts, label, note, lb, la, commit, dur = sys.argv[1:10]
+recs = [{"type": "begin", "experiment": "rwsem-bench"}]
+cfg = None
+cols = ["writes", "p50_us", "p99_us", "max_us", "rlock_steal", "wlock_handoff", "sleep_writer", "retakes_per_s"]
+for line in open(src):
+    line = line.rstrip("\n")
+    if line.startswith("@config "):
+        parts = line.split()
+        cfg = {"config": parts[1], "build": "solution" if parts[2] == "solution" else "step-1 skeleton (no guard)",
+               "args": " ".join(parts[3:])}
+        continue
+    m = re.match(r"^(STEAL|NOSTEAL|WRITER_FIRST)\s+(.*)$", line)
+    if m and cfg:
+        vals = m.group(2).split()
+        if len(vals) != len(cols):
+            sys.exit("reference-bench: unexpected bench line: " + line)
+        r = {"type": "sample", "experiment": "rwsem-bench"}
+        r.update(cfg)
+        r["policy"] = m.group(1)
+        for k, v in zip(cols, vals):
+            r[k] = float(v) if "." in v else int(v)
+        recs.append(r)
+    m = re.match(r"^(rwsem down_read\+up_read|pthread_rwlock rdlock\+unlock)\s+([\d.]+) ns/op", line)
+    if m and cfg:
+        key = "rwsem_ns" if m.group(1).startswith("rwsem") else "pthread_ns"
+        u = next((x for x in recs if x["type"] == "uncontended" and x["config"] == cfg["config"]), None)
+        if u is None:
+            u = {"type": "uncontended", "experiment": "rwsem-bench", "config": cfg["config"]}
+            recs.append(u)
+        u[key] = float(m.group(2))
+if sum(1 for r in recs if r["type"] == "sample") != 15:
+    sys.exit("reference-bench: expected 15 policy rows, got %d" % sum(1 for r in recs if r["type"] == "sample"))
+recs.append({"type": "end", "experiment": "rwsem-bench", "rc": 0, "timeout": False})
+cpu = "?"
+for l in open("/proc/cpuinfo"):
+    if l.startswith("model name"):
+        cpu = l.split(":", 1)[1].strip(); break
+ncpu = os.cpu_count()
+meta = {"run": ts, "started": ts, "host": {"cpu": cpu, "nproc": ncpu},
+        "experiments": [{"name": "rwsem-bench", "status": "ok", "ok": True, "guest_rc": 0}]}
+os.makedirs(out, exist_ok=True)
+tmp = tempfile.mkdtemp(prefix=".tmp-", dir=out)
+with open(os.path.join(tmp, "rwsem-bench.jsonl"), "w") as f:
+    for r in recs:
+        f.write(json.dumps(r) + "\n")
+with open(os.path.join(tmp, "meta.json"), "w") as f:
+    json.dump(meta, f, indent=1); f.write("\n")
+md = "| config | policy | writes | p50 µs | p99 µs | max µs | steals | handoffs | retakes/s |\n|---|---|---|---|---|---|---|---|---|\n"
+for r in recs:
+    if r["type"] == "sample":
+        md += "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+            r["config"], r["policy"], r["writes"], r["p50_us"], r["p99_us"], r["max_us"],
+            r["rlock_steal"], r["wlock_handoff"], r["retakes_per_s"])
+open(os.path.join(tmp, "rwsem-bench.md"), "w").write(md)
+kv = [("Experiment", "`rwsem-bench` (the model's benchmark on the host, not the guest)"), ("Run", ts)]
+if label:
+    kv.append(("Label", label))
+kv += [("Date", ts), ("Commit", commit), ("Machine", "%s, %s CPUs (%s)" % (cpu, ncpu, platform.platform())),
+       ("Host load", "%s before, %s after (1/5/15-minute load averages)" % (lb, la)),
+       ("Settings", "%s ms per policy; readers pinned apart from the writer (default)" % dur),
+       ("Status", "ok"),
+       ("Files", "`rwsem-bench.jsonl`, `rwsem-bench.md`, `meta.json`")]
+text = "# Reference run %s: rwsem-bench\n\nWritten by `scripts/reference-bench.sh`: `bench_rwsem` of `code/rwsem` built with lab 01's solution and with its step-1 skeleton, in the configurations of the lab's handout.\n\n" % ts
+text += "\n".join("- %s: %s" % (k, v) for k, v in kv) + "\n"
+if note:
+    text += "\n" + note + "\n"
+open(os.path.join(tmp, "README.md"), "w").write(text)
+os.chmod(tmp, 0o755)
+os.rename(tmp, os.path.join(out, ts))
+print("reference-bench: %s/%s" % (out, ts))
+EOF

@@ -106,6 +106,7 @@ inval:
  * with mmap_lock speculation, also absent from 6.12): here a second
  * lookup under RCU must find the same VMA.
  */
+/* region: lock-next-vma */
 struct vm_area_struct *lock_next_vma(struct mm_struct *mm, unsigned long addr)
 {
 	struct vm_area_struct *vma;
@@ -134,3 +135,4 @@ out:
 	rcu_read_unlock();
 	return vma;
 }
+/* endregion: lock-next-vma */

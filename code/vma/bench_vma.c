@@ -1,0 +1,259 @@
+/* bench_vma.c - mapper (writer) latency with N smaps_rollup readers, 6.12's mmap_lock walk beside seed 001's per-VMA walk. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vma.h"
+
+/*
+ * The model's version of proc-mmap_sem-test: a mapper thread munmaps and
+ * mmaps back single pages of its own mapping and times each call; reader
+ * threads read the rollup in a loop. The rest of the mm is --vmas VMAs
+ * over --pages populated pages, which is what a rollup walks. Arms run
+ * interleaved (none, mmap, vma, none, mmap, vma, ...), never all of one
+ * then all of the other; every cell reports the median over runs of the
+ * per-run mean, its spread (min and max of the per-run means), the
+ * median p50 and p99, and the largest single operation.
+ */
+#define MAPPER_AT	PG(16)
+#define MAPPER_PAGES	64UL
+#define WALKED_AT	PG(1024)
+
+struct opts {
+	int readers[8], nr_readers;
+	long ops, runs;
+	unsigned long pages, vmas;
+};
+
+enum arm { ARM_NONE, ARM_MMAP, ARM_VMA, NR_ARMS };
+static const char *const arm_name[] = { "none", "mmap_lock walk (6.12)",
+					"per-VMA walk (seed 001)" };
+
+struct run {
+	double mean, p50, p99, max;	/* microseconds */
+	long rollups, vma_locked, mmap_locked, fallbacks, drops;
+};
+
+struct bench {
+	struct mm_struct mm;
+	enum arm arm;
+	atomic_bool stop;
+	atomic_long rollups, vma_locked, mmap_locked, fallbacks, drops;
+};
+
+static void *reader(void *p)
+{
+	struct bench *b = p;
+	struct mem_size_stats mss;
+
+	while (!atomic_load(&b->stop)) {
+		if (b->arm == ARM_VMA)
+			smaps_rollup_vma(&b->mm, &mss);
+		else
+			smaps_rollup_mmap(&b->mm, &mss);
+		atomic_fetch_add(&b->rollups, 1);
+		atomic_fetch_add(&b->vma_locked, mss.nr_vma_locked);
+		atomic_fetch_add(&b->mmap_locked, mss.nr_mmap_locked);
+		atomic_fetch_add(&b->fallbacks, mss.nr_fallbacks);
+		atomic_fetch_add(&b->drops, mss.nr_drops);
+	}
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void one_run(const struct opts *o, enum arm arm, int nreaders, struct run *r)
+{
+	double *lat = calloc(o->ops, sizeof(*lat)), sum = 0;
+	unsigned long chunk = o->pages / o->vmas;
+	pthread_t th[64];
+	struct bench *b = calloc(1, sizeof(*b));
+
+	mm_init(&b->mm);
+	b->arm = arm;
+	/* Alternate flags so the walked chunks stay separate VMAs. */
+	for (unsigned long i = 0; i < o->vmas; i++)
+		do_mmap(&b->mm, WALKED_AT + PG(i * chunk), PG(chunk),
+			i % 2 ? VM_READ : (VM_READ | VM_WRITE));
+	for (unsigned long i = 0; i < o->pages; i++)
+		do_user_addr_fault(&b->mm, WALKED_AT + PG(i), false);
+	do_mmap(&b->mm, MAPPER_AT, PG(MAPPER_PAGES), VM_READ | VM_WRITE);
+	for (int i = 0; arm != ARM_NONE && i < nreaders; i++)
+		pthread_create(&th[i], NULL, reader, b);
+
+	for (long i = 0; i < o->ops; i++) {
+		unsigned long page = MAPPER_AT + PG(1 + (i / 2) % (MAPPER_PAGES - 2));
+		long long t0 = sched_clock_ns();
+
+		if (i % 2)
+			do_mmap(&b->mm, page, PAGE_SIZE, VM_READ | VM_WRITE);
+		else
+			do_munmap(&b->mm, page, PAGE_SIZE);
+		lat[i] = (sched_clock_ns() - t0) / 1e3;
+		sum += lat[i];
+	}
+	atomic_store(&b->stop, true);
+	for (int i = 0; arm != ARM_NONE && i < nreaders; i++)
+		pthread_join(th[i], NULL);
+	qsort(lat, o->ops, sizeof(*lat), cmp_double);
+	*r = (struct run){
+		.mean = sum / o->ops, .p50 = lat[o->ops / 2],
+		.p99 = lat[o->ops * 99 / 100], .max = lat[o->ops - 1],
+		.rollups = b->rollups, .vma_locked = b->vma_locked,
+		.mmap_locked = b->mmap_locked, .fallbacks = b->fallbacks,
+		.drops = b->drops,
+	};
+	mm_destroy(&b->mm);
+	free(b);
+	free(lat);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void report(const struct opts *o, int nreaders, enum arm arm, struct run *runs)
+{
+	double mean[64], p50[64], p99[64], max = 0, med;
+	long rollups = 0, vl = 0, ml = 0, fb = 0, dr = 0;
+
+	for (int i = 0; i < o->runs; i++) {
+		mean[i] = runs[i].mean;
+		p50[i] = runs[i].p50;
+		p99[i] = runs[i].p99;
+		if (runs[i].max > max)
+			max = runs[i].max;
+		rollups += runs[i].rollups;
+		vl += runs[i].vma_locked;
+		ml += runs[i].mmap_locked;
+		fb += runs[i].fallbacks;
+		dr += runs[i].drops;
+	}
+	med = median(mean, o->runs);	/* sorts mean[] */
+	printf("%7d  %-24s %8.1f %8.1f-%-8.1f %7.1f %8.1f %9.1f %9ld %7.1f%% %9ld %6ld\n",
+	       nreaders, arm_name[arm], med, mean[0], mean[o->runs - 1],
+	       median(p50, o->runs), median(p99, o->runs), max,
+	       rollups / o->runs, vl + ml ? 100.0 * vl / (vl + ml) : 0.0,
+	       fb / o->runs, dr / o->runs);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: bench_vma [--readers N[,N...]] [--ops N] [--runs N] [--pages N] [--vmas N] [--quick]\n"
+"  A mapper thread munmaps and mmaps back one page at a time (--ops calls per\n"
+"  run, each timed) while N threads read smaps_rollup in a loop, walking\n"
+"  with 6.12's mmap_lock walk or seed 001's per-VMA walk; the walked part\n"
+"  of the mm is --vmas VMAs over --pages populated pages. The arms (no\n"
+"  readers, mmap_lock walk, per-VMA walk) are interleaved over --runs runs.\n"
+"  Columns: median of the per-run mean latency, the range of those means,\n"
+"  median p50 and p99, largest single call (all microseconds); rollups per\n"
+"  run; share of VMAs the readers gathered under a VMA lock (the per-VMA\n"
+"  walk's proof of acting); fallbacks and mmap_lock drops per run.\n"
+"  defaults: --readers 1,2 --ops 4000 --runs 5 --pages 4096 --vmas 64\n"
+"  --quick:  --readers 1,2 --ops 1000 --runs 3\n");
+}
+
+static int num(const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (!*arg || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_readers(char *arg, struct opts *o)
+{
+	o->nr_readers = 0;
+	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		long v;
+
+		if (o->nr_readers == 8 || num(tok, 1, 64, &v))
+			return -1;
+		o->readers[o->nr_readers++] = v;
+	}
+	return o->nr_readers ? 0 : -1;
+}
+
+static int bad(const char *what, const char *arg)
+{
+	fprintf(stderr, "bench_vma: bad %s '%s'\n", what, arg);
+	usage(stderr);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "readers", 1, 0, 'r' }, { "ops", 1, 0, 'o' }, { "runs", 1, 0, 'n' },
+		{ "pages", 1, 0, 'p' }, { "vmas", 1, 0, 'v' }, { "quick", 0, 0, 'q' },
+		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+	};
+	struct opts o = { .readers = { 1, 2 }, .nr_readers = 2, .ops = 4000,
+			  .runs = 5, .pages = 4096, .vmas = 64 };
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'h': usage(stdout); return 0;
+		case 'q': o.ops = 1000; o.runs = 3; break;
+		case 'r': if (parse_readers(optarg, &o)) return bad("--readers", optarg); break;
+		case 'o': if (num(optarg, 100, 10000000, &o.ops)) return bad("--ops", optarg); break;
+		case 'n': if (num(optarg, 1, 64, &o.runs)) return bad("--runs", optarg); break;
+		case 'p': if (num(optarg, 1, 16384, &v)) return bad("--pages", optarg);
+			o.pages = v; break;
+		case 'v': if (num(optarg, 1, 4096, &v)) return bad("--vmas", optarg);
+			o.vmas = v; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind]);
+	if (o.vmas > o.pages)
+		return bad("--vmas (more than --pages)", "");
+
+	double load = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &load) != 1)
+			load = 0;
+		fclose(f);
+	}
+	if (load > cpus)
+		fprintf(stderr, "bench_vma: warning: load average %.1f on %ld CPUs: "
+			"other work will widen these numbers\n", load, cpus);
+	printf("bench_vma: %ld timed munmap/mmap calls per run, %ld runs per arm, arms interleaved; "
+	       "%lu VMAs over %lu pages walked; %ld CPUs, load %.1f; times in us\n",
+	       o.ops, o.runs, o.vmas, o.pages, cpus, load);
+	if (o.readers[o.nr_readers - 1] + 1 > cpus)
+		printf("bench_vma: more threads than CPUs: readers and mapper share CPUs "
+		       "(no pinning), so waits include being descheduled\n");
+	printf("%7s  %-24s %8s %17s %7s %8s %9s %9s %8s %9s %6s\n", "readers", "walk",
+	       "mean", "(range of means)", "p50", "p99", "max", "rollups", "vma-lkd",
+	       "fallback", "drops");
+	for (int k = 0; k < o.nr_readers; k++) {
+		struct run runs[NR_ARMS][64];
+
+		for (long i = 0; i < o.runs; i++)
+			for (int a = 0; a < NR_ARMS; a++)
+				one_run(&o, a, o.readers[k], &runs[a][i]);
+		for (int a = 0; a < NR_ARMS; a++)
+			report(&o, a == ARM_NONE ? 0 : o.readers[k], a, runs[a]);
+	}
+	return 0;
+}

@@ -1,0 +1,390 @@
+/* scenarios.c - forced interleavings of faults, walkers and writers in the VMA model (see scenarios.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scenarios.h"
+
+static bool fail(struct scn *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->ok)
+		return false;	/* keep the first reason */
+	s->ok = false;
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static void begin(struct scn *s)
+{
+	s->ok = true;
+	s->why[0] = 0;
+}
+
+const char *walk_style_name(enum walk_style s)
+{
+	return s == WALK_MMAP ? "mmap_lock (6.12)" : "per-VMA (seed 001)";
+}
+
+int walk(struct mm_struct *mm, enum walk_style s, struct mem_size_stats *mss)
+{
+	return s == WALK_MMAP ? smaps_rollup_mmap(mm, mss) : smaps_rollup_vma(mm, mss);
+}
+
+void scn_layout(struct vtest *t)
+{
+	const unsigned long at[] = { SCN_E, SCN_A, SCN_B, SCN_C, SCN_D };
+
+	for (int i = 0; i < 5; i++)
+		vt_map(t, at[i], SCN_VMA_PAGES, RW, true);
+}
+
+/* ------------------------------------------------------ vma_start_read */
+
+static void write_lock_it(struct vtest *t, struct vm_area_struct *vma)
+{
+	mmap_write_lock(&t->mm);
+	vma_start_write(vma);
+}
+
+void scn_start_read_recheck(struct start_read_result *r)
+{
+	struct vtest t;
+	struct vm_area_struct *a;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, true);
+	a = vt_vma(&t, SCN_A);
+	vt_act_at(&t, VMA_HOOK_TRYLOCK, write_lock_it, 1);
+	r->locked = vma_start_read(a);
+	r->held = vma_is_read_locked(a);
+	r->trylocks = 1 - t.action_left[VMA_HOOK_TRYLOCK];
+	if (r->trylocks != 1)
+		fail(&r->s, "vma_start_read() never reached the trylock on an unlocked VMA");
+	if (r->held)
+		up_read(&a->vm_lock->lock);
+	if (r->trylocks == 1)
+		mmap_write_unlock(&t.mm);
+	vt_fini(&t);
+}
+
+void scn_start_read_write_locked(struct start_read_result *r)
+{
+	struct vtest t;
+	struct vm_area_struct *a, *b;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, true);
+	vt_map(&t, SCN_B, 4, RW, true);
+	a = vt_vma(&t, SCN_A);
+	b = vt_vma(&t, SCN_B);
+	vt_count_at(&t, VMA_HOOK_TRYLOCK);
+	mmap_write_lock(&t.mm);
+	vma_start_write(a);
+	r->locked = vma_start_read(a);
+	r->held = vma_is_read_locked(a);
+	r->trylocks = gate_arrivals(&t.at[VMA_HOOK_TRYLOCK]);
+	if (r->held)
+		up_read(&a->vm_lock->lock);
+	r->other_locked = vma_start_read(b);
+	if (vma_is_read_locked(b))
+		up_read(&b->vm_lock->lock);
+	mmap_write_unlock(&t.mm);
+	r->locked_after_unlock = vma_start_read(a);
+	if (vma_is_read_locked(a))
+		up_read(&a->vm_lock->lock);
+	vt_fini(&t);
+}
+
+/* -------------------------------------------------- lookup vs. writer */
+
+static void race_unmap(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_munmap(&t->mm, SCN_A, PG(8));
+}
+
+static void race_replace(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_mmap(&t->mm, SCN_A, PG(8), RW);
+}
+
+static void race_shrink(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_munmap(&t->mm, SCN_A + PG(4), PG(4));
+}
+
+void scn_lookup_race(enum lookup_race race, struct lookup_result *r)
+{
+	static const vt_action_fn act[] = { race_unmap, race_replace, race_shrink };
+	unsigned long addr = SCN_A + PG(6);
+	struct vm_area_struct *vma;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 8, RW, true);
+	vt_act_at(&t, VMA_HOOK_LOOKUP, act[race], 1);
+	vma = lock_vma_under_rcu(&t.mm, addr);
+	if (t.action_left[VMA_HOOK_LOOKUP])
+		fail(&r->s, "lock_vma_under_rcu() did not look A up");
+	r->got_vma = vma != NULL;
+	r->held = vma && vma_is_read_locked(vma);
+	if (r->held)
+		vma_end_read(vma);
+	r->got_current = vma && vma == vt_vma(&t, addr);
+	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
+	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
+	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
+	vt_fini(&t);
+}
+
+/* ---------------------------------------------------- faults vs. writer */
+
+struct fault_job {
+	unsigned long addr;
+	vm_fault_t fault;
+};
+
+static void fault_fn(struct vtest *t, void *arg)
+{
+	struct fault_job *j = arg;
+
+	j->fault = do_user_addr_fault(&t->mm, j->addr, false);
+}
+
+static void mprotect_fn(struct vtest *t, void *arg)
+{
+	unsigned long addr = *(unsigned long *)arg;
+
+	do_mprotect(&t->mm, addr, PG(SCN_VMA_PAGES), VM_READ);
+}
+
+/*
+ * Writer W mprotects `changed` and stops with mmap_lock held for write;
+ * a fault on `addr` runs meanwhile and must wait for mmap_lock.
+ */
+static void fault_vs_writer(unsigned long changed, unsigned long addr,
+			    struct fault_result *r)
+{
+	struct vthread w, f;
+	struct fault_job job = { .addr = addr };
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, false);	/* no anon_vma yet */
+	vt_map(&t, SCN_B, 4, RW, false);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
+	vt_spawn(&w, &t, mprotect_fn, &changed);
+	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
+		fail(&r->s, "the writer never reached VMA_HOOK_WRITE_LOCKED");
+	vt_spawn(&f, &t, fault_fn, &job);
+	r->waited = gate_wait(&t.read_queued, 1);
+	if (!r->waited)
+		fail(&r->s, "the fault never queued on mmap_lock");
+	r->done_before_writer = atomic_load(&f.done);
+	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(&w) || !vt_join(&f)) {
+		fail(&r->s, "writer or fault did not finish");
+		return;		/* leave the mm: a thread may still use it */
+	}
+	r->fault = job.fault;
+	r->present = page_present(&t.mm, addr);
+	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
+	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
+	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
+	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
+	vt_fini(&t);
+}
+
+void scn_fault_waits_for_writer(struct fault_result *r)
+{
+	fault_vs_writer(SCN_A, SCN_A + PG(1), r);
+}
+
+void scn_fault_retry(struct fault_result *r)
+{
+	/* B has no anon_vma yet, so its first fault needs mmap_lock. */
+	fault_vs_writer(SCN_A, SCN_B + PG(1), r);
+}
+
+/* ---------------------------------------------------------- walkers */
+
+struct walk_job {
+	enum walk_style style;
+	struct mem_size_stats mss;
+};
+
+static void walk_fn(struct vtest *t, void *arg)
+{
+	struct walk_job *j = arg;
+
+	walk(&t->mm, j->style, &j->mss);
+}
+
+static void change_fn(struct vtest *t, void *arg)
+{
+	switch (*(enum walk_change *)arg) {
+	case CHANGE_GROW:
+		do_mmap(&t->mm, SCN_A + PG(4), PG(4), RW);
+		break;
+	case CHANGE_UNMAP:
+		do_munmap(&t->mm, SCN_B, PG(4));
+		break;
+	case CHANGE_SPLIT:
+		do_mprotect(&t->mm, SCN_B + PG(1), PG(2), VM_READ);
+		break;
+	}
+}
+
+/* The per-VMA walk: change the mm on the second drop of a VMA lock (after A). */
+static void change_after_a(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	if (t->action_left[VMA_HOOK_ROLLUP_UNLOCKED] == 0)
+		change_fn(t, t->arg);
+}
+
+static void finish_walk(struct vtest *t, struct walk_result *r,
+			struct walk_job *j)
+{
+	r->mss = j->mss;
+	smaps_recount(&t->mm, &r->recount);
+}
+
+void scn_walk_resume(enum walk_style style, enum walk_change change,
+		     struct walk_result *r)
+{
+	struct walk_job j = { .style = style };
+	struct vthread wk, wr;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	t.arg = &change;
+	if (style == WALK_VMA) {
+		/* Walker holds nothing between VMAs: change it right there. */
+		vt_act_at(&t, VMA_HOOK_ROLLUP_UNLOCKED, change_after_a, 2);
+		walk_fn(&t, &j);
+		if (t.action_left[VMA_HOOK_ROLLUP_UNLOCKED])
+			fail(&r->s, "the walk did not release a VMA lock after A");
+		finish_walk(&t, r, &j);
+		vt_fini(&t);
+		return;
+	}
+	/* 6.12: stop after A, make a writer wait, let the walker drop. */
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, vt_vma(&t, SCN_A));
+	vt_stop_at(&t, VMA_HOOK_ROLLUP_UNLOCKED, NULL);
+	vt_spawn(&wk, &t, walk_fn, &j);
+	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
+		fail(&r->s, "the walker never reported A");
+	vt_spawn(&wr, &t, change_fn, &change);
+	if (!gate_wait(&t.write_sleep, 1))
+		fail(&r->s, "the writer never waited for mmap_lock");
+	gate_open(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
+	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_UNLOCKED], 1))
+		fail(&r->s, "the walker did not drop the contended mmap_lock");
+	if (!vt_join(&wr))
+		fail(&r->s, "the writer did not finish while the walker was out");
+	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
+	gate_open_all(&t.at[VMA_HOOK_ROLLUP_UNLOCKED]);
+	if (!vt_join(&wk) || !vt_join(&wr)) {
+		fail(&r->s, "walker or writer did not finish");
+		return;
+	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}
+
+void scn_walk_fallback(bool drop, struct walk_result *r)
+{
+	struct walk_job j = { .style = WALK_VMA };
+	unsigned long b = SCN_B, e = SCN_E;
+	struct vthread w1, w2 = { 0 }, wk;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
+	if (drop)
+		vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, vt_vma(&t, SCN_B));
+	vt_spawn(&w1, &t, mprotect_fn, &b);
+	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
+		fail(&r->s, "the writer never write-locked B");
+	vt_spawn(&wk, &t, walk_fn, &j);
+	if (!gate_wait(&t.read_queued, 1))
+		fail(&r->s, "the walker never waited for mmap_lock after B's lock failed");
+	gate_open(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(&w1))
+		fail(&r->s, "the first writer did not finish");
+	if (drop) {
+		if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
+			fail(&r->s, "the walker never reported B");
+		vt_spawn(&w2, &t, mprotect_fn, &e);
+		if (!gate_wait(&t.write_sleep, 1))
+			fail(&r->s, "the second writer never waited for mmap_lock");
+		gate_open(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
+		/* The second writer stops holding mmap_lock for write. */
+		r->walker_first = vt_join(&wk);
+		if (!r->walker_first)
+			fail(&r->s, "the walker could not finish while a writer held mmap_lock");
+	}
+	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
+	if (!vt_join(&wk) || !vt_join(&w1) || (drop && !vt_join(&w2))) {
+		fail(&r->s, "walker or writers did not finish");
+		return;
+	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}
+
+void scn_walk_writer_waits(struct walk_result *r)
+{
+	struct walk_job j = { .style = WALK_VMA };
+	unsigned long a = SCN_A;
+	struct vthread wk, wr;
+	struct vm_area_struct *va;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	va = vt_vma(&t, SCN_A);
+	vt_watch_rwsem(&t, &va->vm_lock->lock);
+	vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, va);
+	vt_spawn(&wk, &t, walk_fn, &j);
+	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
+		fail(&r->s, "the walker never reported A");
+	vt_spawn(&wr, &t, mprotect_fn, &a);
+	r->writer_blocked = gate_wait(&t.write_sleep, 1) && !atomic_load(&wr.done);
+	if (!r->writer_blocked)
+		fail(&r->s, "the writer did not wait for A's VMA lock");
+	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
+	if (!vt_join(&wk) || !vt_join(&wr)) {
+		fail(&r->s, "walker or writer did not finish");
+		return;
+	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}

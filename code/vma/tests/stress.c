@@ -1,0 +1,178 @@
+/* stress.c - the VMA model under concurrent faults, writers and rollups (see stress.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stress.h"
+
+#define REGION		PG(1024)		/* start of the stressed range */
+#define REGION_PAGES	256UL
+
+struct stress {
+	const struct stress_cfg *cfg;
+	struct stress_result *res;
+	struct mm_struct mm;
+	atomic_int writers_left;
+	atomic_long faults, writes, rollups[2], fallbacks, drops;
+	pthread_mutex_t fail_lock;
+};
+
+struct worker {
+	struct stress *s;
+	int id;
+	unsigned seed;
+	pthread_t th;
+};
+
+static void stress_fail(struct stress *s, const char *why)
+{
+	pthread_mutex_lock(&s->fail_lock);
+	if (s->res->ok) {
+		s->res->ok = false;
+		snprintf(s->res->why, sizeof(s->res->why), "%s", why);
+	}
+	pthread_mutex_unlock(&s->fail_lock);
+}
+
+static unsigned long rnd(unsigned *seed, unsigned long n)
+{
+	return (unsigned long)rand_r(seed) % n;
+}
+
+static void *writer(void *p)
+{
+	struct worker *w = p;
+	struct stress *s = w->s;
+
+	for (long i = 0; i < s->cfg->ops; i++) {
+		unsigned long start = REGION + PG(rnd(&w->seed, REGION_PAGES - 8));
+		unsigned long len = PG(1 + rnd(&w->seed, 8));
+		vm_flags_t flags = rnd(&w->seed, 3) ? (VM_READ | VM_WRITE) : VM_READ;
+
+		switch (rnd(&w->seed, 3)) {
+		case 0:
+			do_mmap(&s->mm, start, len, flags);
+			break;
+		case 1:
+			do_munmap(&s->mm, start, len);
+			break;
+		default:
+			do_mprotect(&s->mm, start, len, flags);	/* may be ENOMEM */
+		}
+		atomic_fetch_add(&s->writes, 1);
+	}
+	atomic_fetch_sub(&s->writers_left, 1);
+	return NULL;
+}
+
+static void *faulter(void *p)
+{
+	struct worker *w = p;
+	struct stress *s = w->s;
+
+	while (atomic_load(&s->writers_left) > 0) {
+		unsigned long addr = REGION + PG(rnd(&w->seed, REGION_PAGES));
+
+		do_user_addr_fault(&s->mm, addr, rnd(&w->seed, 2));
+		atomic_fetch_add(&s->faults, 1);
+	}
+	return NULL;
+}
+
+static void *reader(void *p)
+{
+	struct worker *w = p;
+	struct stress *s = w->s;
+	int style = w->id % 2;	/* 0: mmap_lock walk, 1: per-VMA walk */
+
+	while (atomic_load(&s->writers_left) > 0) {
+		struct mem_size_stats mss;
+
+		if (style)
+			smaps_rollup_vma(&s->mm, &mss);
+		else
+			smaps_rollup_mmap(&s->mm, &mss);
+		if (mss.size > PG(REGION_PAGES))
+			stress_fail(s, "a rollup reported more than the mapped region");
+		if (mss.resident > mss.size)
+			stress_fail(s, "a rollup reported more resident than size");
+		atomic_fetch_add(&s->rollups[style], 1);
+		atomic_fetch_add(&s->fallbacks, mss.nr_fallbacks);
+		atomic_fetch_add(&s->drops, mss.nr_drops);
+	}
+	return NULL;
+}
+
+/* The quiescent mm: sorted, disjoint, attached, inside the region. */
+static void check_tree(struct stress *s)
+{
+	unsigned long prev_end = 0;
+
+	mmap_read_lock(&s->mm);
+	for (struct vm_area_struct *v = find_vma(&s->mm, 0); v;
+	     v = find_vma(&s->mm, v->vm_end)) {
+		if (v->vm_start >= v->vm_end || v->vm_start < prev_end)
+			stress_fail(s, "VMAs overlap or are empty");
+		if (v->detached || v->vm_mod)
+			stress_fail(s, "a detached or half-changed VMA is in the tree");
+		if (v->vm_start < REGION || v->vm_end > REGION + PG(REGION_PAGES))
+			stress_fail(s, "a VMA outside the stressed region");
+		prev_end = v->vm_end;
+	}
+	mmap_read_unlock(&s->mm);
+}
+
+static bool same(const struct mem_size_stats *a, const struct mem_size_stats *b)
+{
+	return a->resident == b->resident && a->size == b->size &&
+	       a->vma_start == b->vma_start && a->last_vma_end == b->last_vma_end;
+}
+
+void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
+{
+	int n = cfg->faulters + cfg->writers + cfg->readers;
+	struct worker *w = calloc(n, sizeof(*w));
+	struct stress *s = calloc(1, sizeof(*s));
+	struct mem_size_stats re, m1, m2;
+
+	memset(res, 0, sizeof(*res));
+	res->ok = true;
+	s->cfg = cfg;
+	s->res = res;
+	pthread_mutex_init(&s->fail_lock, NULL);
+	mm_init(&s->mm);
+	do_mmap(&s->mm, REGION, PG(REGION_PAGES), (VM_READ | VM_WRITE));
+	atomic_init(&s->writers_left, cfg->writers);
+	for (int i = 0; i < n; i++) {
+		void *(*fn)(void *) = i < cfg->writers ? writer :
+			i < cfg->writers + cfg->faulters ? faulter : reader;
+
+		w[i] = (struct worker){ .s = s, .id = i, .seed = cfg->seed * 7919 + i };
+		if (pthread_create(&w[i].th, NULL, fn, &w[i]) != 0)
+			abort();
+	}
+	for (int i = 0; i < n; i++)
+		pthread_join(w[i].th, NULL);
+
+	check_tree(s);
+	smaps_recount(&s->mm, &re);
+	smaps_rollup_mmap(&s->mm, &m1);
+	smaps_rollup_vma(&s->mm, &m2);
+	if (!same(&re, &m1) || !same(&re, &m2))
+		stress_fail(s, "a rollup of the quiescent mm differs from the recount");
+	if (m2.nr_fallbacks || m2.nr_mmap_locked)
+		stress_fail(s, "the quiescent per-VMA walk took mmap_lock");
+	res->faults = s->faults;
+	res->writes = s->writes;
+	res->rollups[0] = s->rollups[0];
+	res->rollups[1] = s->rollups[1];
+	res->fallbacks = s->fallbacks;
+	res->drops = s->drops;
+	for (int e = 0; e < NR_VMA_LOCK_EVENTS; e++)
+		res->events[e] = vma_lock_event(&s->mm, e);
+	mm_destroy(&s->mm);
+	pthread_mutex_destroy(&s->fail_lock);
+	free(s);
+	free(w);
+}

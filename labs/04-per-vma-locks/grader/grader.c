@@ -1,0 +1,196 @@
+/* grader.c - lab 04 grader: forced orders that tell a right vma_start_read(), lock_vma_under_rcu() and per-VMA walk from wrong ones. */
+#include <criterion/criterion.h>
+
+#include "scenarios.h"
+#include "stress.h"
+
+/*
+ * The scenarios (code/vma/tests/scenarios.c) stop threads at hook points
+ * or run a writer inside a hook, so each outcome is decided by your code
+ * alone, never by timing. A wait that your code never satisfies fails
+ * after vt_wait_s seconds instead of hanging.
+ * Test names start with todoN_: the skeleton checker maps them to steps.
+ */
+static void init(void)
+{
+	harness_watchdog();
+	vt_wait_s = 5;
+}
+
+TestSuite(lab04, .init = init);
+
+#define OK(r) cr_assert((r).s.ok, "%s", (r).s.why)
+
+/* ---------------------------------------------- TODO 1: vma_start_read */
+
+Test(lab04, todo1_unlocked_vma_can_be_read_locked)
+{
+	struct vtest t;
+	struct vm_area_struct *a;
+
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, false);
+	a = vt_vma(&t, SCN_A);
+	cr_assert(vma_start_read(a), "nobody writes A: vma_start_read() must succeed");
+	cr_assert(vma_is_read_locked(a), "vma_start_read() returned true without the read lock");
+	vma_end_read(a);
+	vt_fini(&t);
+}
+
+Test(lab04, todo1_write_locked_vma_fails_before_the_trylock)
+{
+	struct start_read_result r;
+
+	scn_start_read_write_locked(&r);
+	OK(r);
+	cr_assert(!r.locked, "A is write-locked (vm_lock_seq == mm_lock_seq): must fail");
+	cr_assert(!r.held, "a failed vma_start_read() left A read-locked");
+	cr_assert_eq(r.trylocks, 0,
+		     "a write-locked VMA must be refused by the unlocked check, before the trylock");
+	cr_assert(r.other_locked, "B is not write-locked: it must be lockable meanwhile");
+	cr_assert(r.locked_after_unlock, "after mmap_write_unlock() A must be lockable");
+}
+
+Test(lab04, todo1_rechecks_after_the_trylock)
+{
+	struct start_read_result r;
+
+	scn_start_read_recheck(&r);
+	OK(r);
+	cr_assert(!r.locked,
+		  "a writer write-locked A between the first check and the trylock: must fail");
+	cr_assert(!r.held, "the re-check failed but A is still read-locked");
+}
+
+/* ----------------------------------------- TODO 2: lock_vma_under_rcu */
+
+Test(lab04, todo2_fault_takes_the_vma_lock)
+{
+	struct vtest t;
+
+	long before;
+
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, true);
+	before = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
+	cr_assert_eq(do_user_addr_fault(&t.mm, SCN_A + PG(1), true), 0);
+	cr_assert_eq(vma_lock_event(&t.mm, VMA_LOCK_SUCCESS) - before, 1,
+		     "vma_lock_success went up by %ld, want 1",
+		     vma_lock_event(&t.mm, VMA_LOCK_SUCCESS) - before);
+	cr_assert_eq(vma_lock_event(&t.mm, VMA_LOCK_ABORT), 0);
+	vt_fini(&t);
+}
+
+Test(lab04, todo2_lookup_then_munmap_is_a_miss)
+{
+	struct lookup_result r;
+
+	scn_lookup_race(RACE_UNMAP, &r);
+	OK(r);
+	cr_assert(!r.got_vma, "A was unmapped after the lookup: returned a detached VMA");
+	cr_assert_eq(r.miss, 1, "vma_lock_miss = %ld, want 1", r.miss);
+	cr_assert_eq(r.abort, 1, "vma_lock_abort = %ld, want 1", r.abort);
+}
+
+Test(lab04, todo2_lookup_then_replace_finds_the_new_vma)
+{
+	struct lookup_result r;
+
+	scn_lookup_race(RACE_REPLACE, &r);
+	OK(r);
+	cr_assert(r.got_vma && r.got_current,
+		  "a new VMA now maps the address: the retried lookup must return it");
+	cr_assert(r.held, "the returned VMA must be read-locked");
+	cr_assert_eq(r.miss, 1, "vma_lock_miss = %ld, want 1", r.miss);
+	cr_assert_eq(r.abort, 0, "vma_lock_abort = %ld, want 0", r.abort);
+}
+
+Test(lab04, todo2_lookup_then_shrink_is_an_abort)
+{
+	struct lookup_result r;
+
+	scn_lookup_race(RACE_SHRINK, &r);
+	OK(r);
+	cr_assert(!r.got_vma, "A shrank below the address after the lookup: must fail");
+	cr_assert_eq(r.abort, 1, "vma_lock_abort = %ld, want 1", r.abort);
+}
+
+/* ----------------------------------------- TODO 3: the walk's fallback */
+
+Test(lab04, todo3_quiet_walk_takes_only_vma_locks)
+{
+	struct mem_size_stats re, v;
+	struct vtest t;
+
+	vt_init(&t);
+	scn_layout(&t);
+	smaps_recount(&t.mm, &re);
+	smaps_rollup_vma(&t.mm, &v);
+	cr_assert_eq(v.size, re.size);
+	cr_assert_eq(v.resident, re.resident);
+	cr_assert_eq(v.nr_mmap_locked, 0);
+	vt_fini(&t);
+}
+
+Test(lab04, todo3_falls_back_to_mmap_lock)
+{
+	struct walk_result r;
+
+	scn_walk_fallback(false, &r);
+	OK(r);
+	cr_assert_eq(r.mss.size, r.recount.size, "size %lu, want %lu: a VMA went missing",
+		     r.mss.size, r.recount.size);
+	cr_assert_eq(r.mss.nr_fallbacks, 1);
+	cr_assert_eq(r.mss.nr_mmap_locked, 3, "B, C and D should be walked under mmap_lock");
+}
+
+Test(lab04, todo3_takes_vma_locks_again_after_a_drop)
+{
+	struct walk_result r;
+
+	scn_walk_fallback(true, &r);
+	OK(r);
+	cr_assert_eq(r.mss.nr_drops, 1, "the contended mmap_lock was not dropped");
+	cr_assert_eq(r.mss.nr_vma_locked, 4,
+		     "after the drop C and D must be walked under their own VMA locks");
+	cr_assert_eq(r.mss.size, r.recount.size);
+}
+
+/* ------------------------------------------------- TODO 4: the resume */
+
+static void resume(enum walk_change change, unsigned long size, unsigned long resident)
+{
+	struct walk_result r;
+
+	scn_walk_resume(WALK_VMA, change, &r);
+	OK(r);
+	cr_assert_eq(r.mss.size, PG(size), "reported %lu pages, want %lu",
+		     r.mss.size / PAGE_SIZE, size);
+	cr_assert_eq(r.mss.resident, PG(resident), "resident %lu pages, want %lu",
+		     r.mss.resident / PAGE_SIZE, resident);
+}
+
+Test(lab04, todo4_resumes_inside_a_grown_vma)
+{
+	resume(CHANGE_GROW, 24, 20);
+}
+
+Test(lab04, todo4_skips_an_unmapped_next_vma)
+{
+	resume(CHANGE_UNMAP, 16, 16);
+}
+
+Test(lab04, todo4_counts_a_split_next_vma_once)
+{
+	resume(CHANGE_SPLIT, 20, 20);
+}
+
+Test(lab04, todo4_stress_with_faults_writers_and_both_walks)
+{
+	struct stress_cfg cfg = { .faulters = 1, .writers = 1, .readers = 2,
+				  .ops = 800, .seed = 4 };
+	struct stress_result r;
+
+	stress_run(&cfg, &r);
+	cr_assert(r.ok, "%s", r.why);
+}

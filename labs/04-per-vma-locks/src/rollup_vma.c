@@ -1,0 +1,1 @@
+../../../code/vma/rollup_vma.c

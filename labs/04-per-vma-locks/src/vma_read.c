@@ -1,0 +1,1 @@
+../../../code/vma/vma_read.c

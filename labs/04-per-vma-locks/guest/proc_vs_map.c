@@ -331,6 +331,12 @@ int main(int argc, char **argv)
 		}
 	mg_install_restore();
 	signal(SIGPIPE, SIG_IGN);
+	/* The method's third CPU: this process, away from the mapper and the scanners. */
+	for (int c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < 64; c++)
+		if (c != opt.mapper_cpu && c != opt.scanner_cpu) {
+			pvm_pin(c);
+			break;
+		}
 	mg_read_ll(SWITCH, &sw);
 	mg_read_ll(MG_KNOBS "/rwsem_steal_policy", &policy);
 

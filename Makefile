@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests bench plots clean distclean
+	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -97,6 +97,13 @@ reproduce: kernel image ## run every in-guest experiment into results/<UTC time>
 
 kernel-selftests: kernel image ## the 6.12 khugepaged selftest, every knob setting
 	@labs/kernel/selftests.sh
+
+# Not part of `make`: the debug kernel takes a full build of its own.
+kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-debug/
+	@labs/kernel/build.sh --debug
+
+debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
+	@labs/kernel/debug-check.sh --no-build
 
 # ------------------------------------------------------------------ tests
 test: deps ## everything CI checks (GUEST=0 skips the QEMU part)

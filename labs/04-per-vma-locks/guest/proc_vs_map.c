@@ -126,7 +126,7 @@ static void read_counters(long long *v, bool *have)
 /* The parent's view of a run: who has reported what. */
 struct live {
 	pid_t mapper, kids[12];
-	int nkids, started, done;
+	int nkids, nscan, started, scanned, done;
 	struct pvm_msg mapper_msg;
 	bool ready, mapper_done, failed;
 	int64_t scan[PVM_NV], busy_periods;
@@ -159,6 +159,7 @@ static bool pump(struct live *l, int fd, uint64_t deadline, bool (*pred)(const s
 			for (int i = 0; i < PVM_NV; i++)
 				l->scan[i] = i == PVM_S_MAX_NS ? (m.v[i] > l->scan[i] ? m.v[i] : l->scan[i])
 				: i == PVM_S_ERRNO ? (m.v[i] ? m.v[i] : l->scan[i]) : l->scan[i] + m.v[i];
+			l->scanned++;
 			l->done++;
 			break;
 		case PVM_BUSY_DONE: l->busy_periods += m.v[0]; l->done++; break;
@@ -168,7 +169,8 @@ static bool pump(struct live *l, int fd, uint64_t deadline, bool (*pred)(const s
 }
 
 static bool is_ready(const struct live *l) { return l->ready; }
-static bool all_started(const struct live *l) { return l->started == (int)opt.scanners; }
+static bool all_started(const struct live *l) { return l->started == l->nscan; }
+static bool all_scanned(const struct live *l) { return l->scanned == l->nscan; }
 static bool is_done(const struct live *l) { return l->mapper_done; }
 static bool all_done(const struct live *l) { return l->done == l->nkids; }
 
@@ -210,7 +212,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	int rep[2], go[2], stop[2], nscan = set == PVM_BASE ? 0 : (int)opt.scanners, err;
 	long long before[PVM_NCTR], after[PVM_NCTR];
 	bool hb[PVM_NCTR], ha[PVM_NCTR], ok;
-	struct live l = { 0 };
+	struct live l = { .nscan = nscan };
 	uint64_t t0 = mg_now_ns(), deadline = t0 + mc.seconds_ns + 120 * 1000000000ull;
 	struct mg_json j;
 
@@ -250,10 +252,16 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	read_counters(before, hb);
 	ok = ok && write(go[1], "g", 1) == 1 && pump(&l, rep[0], deadline, is_done);
 	read_counters(after, ha);
-	/* The mapper has exited (or will be killed): the others stop on EOF of stop[]. */
-	close(stop[1]), close(go[1]);
+	/*
+	 * Reap the mapper first, and let each scanner end as in Paul's method,
+	 * on a read that finds the mapper gone (not counted); then EOF on
+	 * stop[] ends the busy tasks and any scanner still reading.
+	 */
+	close(go[1]);
 	if (l.mapper > 0)
 		reap(l.mapper, 10000);
+	pump(&l, rep[0], mg_now_ns() + 10 * 1000000000ull, all_scanned);
+	close(stop[1]);
 	pump(&l, rep[0], mg_now_ns() + 10 * 1000000000ull, all_done);
 	for (int i = 0; i < l.nkids; i++)
 		out->killed += !reap(l.kids[i], 100);

@@ -325,7 +325,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 int main(int argc, char **argv)
 {
 	static const char *const need[] = { SWITCH, "/proc/self/smaps_rollup", NULL };
-	long long policy = -1, sw = -1;
+	long long policy = -1, sw = -1, own_cpu = -1;
 	struct pvm_verdict verdict;
 	struct mg_json j;
 
@@ -342,7 +342,7 @@ int main(int argc, char **argv)
 	/* The method's third CPU: this process, away from the mapper and the scanners. */
 	for (int c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < 64; c++)
 		if (c != opt.mapper_cpu && c != opt.scanner_cpu) {
-			pvm_pin(c);
+			own_cpu = pvm_pin(c) ? -1 : c;
 			break;
 		}
 	mg_read_ll(SWITCH, &sw);
@@ -360,6 +360,10 @@ int main(int argc, char **argv)
 	mgj_int(&j, "mapper_cpu", opt.mapper_cpu);
 	mgj_int(&j, "scanner_cpu", opt.scanner_cpu);
 	mgj_int(&j, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
+	if (own_cpu >= 0)
+		mgj_int(&j, "control_cpu", own_cpu);
+	else
+		mgj_str(&j, "control_cpu", "none: fewer than 3 CPUs, the method wants 3");
 	mgj_int(&j, "seed", opt.seed);
 	mgj_int(&j, "smaps_rollup_vma_lock_before", sw);
 	if (policy >= 0)

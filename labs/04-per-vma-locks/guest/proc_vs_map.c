@@ -279,6 +279,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	out->set = set;
 	out->avg_ms = (double)m[PVM_M_SUM_NS] / ops / 1e6;
 	out->max_ms = (double)m[PVM_M_MAX_NS] / 1e6;
+	out->p99_ms = (double)m[PVM_M_P99_NS] / 1e6;
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "sample", sample);
 	mgj_int(&j, "run", nruns);
@@ -295,8 +296,9 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	mgj_num(&j, "op_avg_ms", out->avg_ms);
 	mgj_num(&j, "op_max_ms", out->max_ms);
 	mgj_num(&j, "op_p50_ms", (double)m[PVM_M_P50_NS] / 1e6);
-	mgj_num(&j, "op_p99_ms", (double)m[PVM_M_P99_NS] / 1e6);
+	mgj_num(&j, "op_p99_ms", out->p99_ms);
 	mgj_num(&j, "window_s", (double)m[PVM_M_WINDOW_NS] / 1e9);
+	mgj_num(&j, "run_wall_s", (double)(mg_now_ns() - t0) / 1e9);
 	mgj_int(&j, "region_vmas_at_end", m[PVM_M_VMAS]);
 	for (int i = 0; i < PVM_SCAN_NR; i++) {
 		char key[32];

@@ -30,6 +30,7 @@ extern const char *const pvm_ctr_name[PVM_NCTR];
 struct pvm_run {
 	int set;
 	double avg_ms, max_ms;	    /* the mapper's average and longest call */
+	double p99_ms;		    /* and its 99th percentile */
 	long long ctr[PVM_NCTR];    /* counts in the measured window */
 	bool have[PVM_NCTR];	    /* whether the counter exists */
 	long long killed;	    /* children that had to be killed */
@@ -40,6 +41,7 @@ struct pvm_verdict {
 	int n[PVM_NSET];
 	double med[PVM_NSET], min[PVM_NSET], max[PVM_NSET]; /* of averages; max of maxima */
 	double med_max[PVM_NSET];			      /* median of the maxima */
+	double med_p99[PVM_NSET];			      /* median of the p99s */
 	long long ctr[PVM_NSET][PVM_NCTR];		      /* sums over runs */
 	long long killed[PVM_NSET];
 	bool have_switch_ctr;

@@ -172,7 +172,7 @@ Test(tasks, busy_task_stops_on_eof_of_stop_pipe)
 
 static struct pvm_run mk(int set, double avg, double max, long long locked)
 {
-	struct pvm_run r = { .set = set, .avg_ms = avg, .max_ms = max };
+	struct pvm_run r = { .set = set, .avg_ms = avg, .max_ms = max, .p99_ms = max / 2 };
 
 	for (int c = 0; c < PVM_NCTR; c++)
 		r.have[c] = true;
@@ -200,6 +200,8 @@ Test(evaluate, excess_five_times_smaller_passes)
 	cr_assert_float_eq(v.med[PVM_OFF], 0.53, 1e-9);
 	cr_assert_float_eq(v.min[PVM_OFF], 0.52, 1e-9);
 	cr_assert_float_eq(v.max[PVM_OFF], 7, 1e-9);
+	cr_assert_float_eq(v.med_max[PVM_ON], 4, 1e-9);
+	cr_assert_float_eq(v.med_p99[PVM_ON], 2, 1e-9);
 	cr_assert_float_eq(v.excess_off, 0.40, 1e-9);
 	cr_assert_float_eq(v.excess_on, 0.03, 1e-9);
 	cr_assert(v.acted && v.goal && v.plain && v.maxima);

@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests bench plots clean distclean reference
+	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -103,6 +103,13 @@ reference: ## copy a run for the book: RUN=results/<ts> [ONLY=name] [LABEL= LOAD
 	@[ -n "$(RUN)" ] || { echo "make reference: give RUN=results/<UTC time> (and ONLY=experiment to copy one)" >&2; exit 2; }
 	@scripts/reference.sh $(if $(ONLY),--only $(call shq,$(ONLY))) $(if $(LABEL),--label $(call shq,$(LABEL))) \
 	  $(if $(LOAD),--load $(call shq,$(LOAD))) $(if $(NOTE),--note $(call shq,$(NOTE))) $(call shq,$(RUN))
+
+# Not part of `make`: the debug kernel takes a full build of its own.
+kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-debug/
+	@labs/kernel/build.sh --debug
+
+debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
+	@labs/kernel/debug-check.sh --no-build
 
 # ------------------------------------------------------------------ tests
 test: deps ## everything CI checks (GUEST=0 skips the QEMU part)

@@ -11,6 +11,8 @@
 #   images/<key>/            finished bzImage, config, kernelrelease, build.log
 #                            per full key (version, series, fragment): a key
 #                            that was built once is never rebuilt
+# --debug adds config.debug to the configuration: its own obj/ directory and
+# image key, so the debug and the ordinary kernel never rebuild each other.
 #   build.lock               flock: concurrent invocations serialise
 set -euo pipefail
 
@@ -19,7 +21,7 @@ PROG=labs/kernel/build.sh
 
 usage() {
 	cat <<EOF
-usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--clean-cache] [--help]
+usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--debug] [--clean-cache] [--help]
 
 Builds the x86_64 mmlocks kernel: 'make ARCH=x86_64 tinyconfig', merged with
 labs/kernel/config.fragment, patched with labs/kernel/patches/series, built
@@ -27,9 +29,11 @@ out of tree in the cache. Unchanged inputs are never rebuilt; a changed patch
 rebuilds incrementally.
 
   --out DIR      where bzImage, config and kernelrelease go
-                 (default: <repo>/build/kernel)
+                 (default: <repo>/build/kernel, with --debug <repo>/build/kernel-debug)
   --jobs N       make -jN (default: nproc = $(nproc))
   --no-patches   build the stock kernel (empty series), same config
+  --debug        also merge labs/kernel/config.debug (lockdep, DEBUG_VM, ...):
+                 the debug kernel, cached separately, release suffix -debug
   --clean-cache  delete cached trees, build directories and images
                  (keeps the pristine source), then exit
   --help         this text
@@ -42,7 +46,7 @@ die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 say() { echo "$PROG: $*"; }
 
-OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0
+OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0 DEBUG=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
 	--jobs|-j) [ $# -ge 2 ] || die_usage "--jobs needs a number"; JOBS=$2; shift 2 ;;
 	--jobs=*) JOBS=${1#--jobs=}; shift ;;
 	--no-patches) NOPATCH=1; shift ;;
+	--debug) DEBUG=1; shift ;;
 	--clean-cache) CLEAN=1; shift ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
@@ -79,11 +84,18 @@ if [ -z "$OUT" ]; then
 	TOP=$(git -C "$HERE" rev-parse --show-toplevel 2>/dev/null) ||
 		TOP=$(cd "$HERE/../.." && pwd)
 	OUT=$TOP/build/kernel
+	[ "$DEBUG" = 0 ] || OUT=$TOP/build/kernel-debug
 fi
 
 FRAG=$HERE/config.fragment
 PATCHDIR=$HERE/patches
 [ -f "$FRAG" ] || die "missing $FRAG"
+# The fragments merged on top of tinyconfig, in order.
+FRAGS=("$FRAG")
+if [ "$DEBUG" = 1 ]; then
+	[ -f "$HERE/config.debug" ] || die "missing $HERE/config.debug"
+	FRAGS+=("$HERE/config.debug")
+fi
 
 # ---- stage: unpack (pristine tree) ------------------------------------------
 say "unpack"
@@ -109,7 +121,8 @@ fi
 # Keys. The series hash covers names and contents in order.
 SERIES_HASH=$( { echo "$VKEY"; for p in "${PATCHES[@]}"; do echo "== $p"; cat "$PATCHDIR/$p"; done; } |
 	sha256sum | cut -c1-16)
-CFG_HASH=$( { echo "$VKEY"; cat "$FRAG"; } | sha256sum | cut -c1-12)
+# Without --debug this is the hash it always was (cached builds stay valid).
+CFG_HASH=$( { echo "$VKEY"; cat "${FRAGS[@]}"; } | sha256sum | cut -c1-12)
 KEY=$( { echo "$VKEY"; echo "$SERIES_HASH"; echo "$CFG_HASH"; } | sha256sum | cut -c1-16)
 TREE=$CACHE/tree/$VKEY
 OBJ=$CACHE/obj/$VKEY-c$CFG_HASH
@@ -118,7 +131,7 @@ IMG=$CACHE/images/$KEY
 # Fragment options: "CONFIG_X=v" or "# CONFIG_X is not set", as they must
 # appear in the final .config.
 frag_lines() {
-	grep -E '^(CONFIG_[A-Za-z0-9_]+=.*|# CONFIG_[A-Za-z0-9_]+ is not set)$' "$FRAG"
+	cat "${FRAGS[@]}" | grep -E '^(CONFIG_[A-Za-z0-9_]+=.*|# CONFIG_[A-Za-z0-9_]+ is not set)$'
 }
 verify_config() { # $1 = .config
 	local missing=() l sym
@@ -224,12 +237,13 @@ mkdir -p "$TMPDIR"
 # Patched kernels say so in uname -r; --no-patches builds are plain $KVER.
 LOCALVER=-mmlocks
 [ ${#PATCHES[@]} -gt 0 ] || LOCALVER=
+[ "$DEBUG" = 0 ] || LOCALVER=$LOCALVER-debug
 MAKE=(make -C "$TREE" O="$OBJ" ARCH=x86_64 LOCALVERSION="$LOCALVER")
 if [ ! -f "$OBJ/.mmlocks-config" ]; then
-	say "config: tinyconfig + $(basename "$FRAG") -> $OBJ"
+	say "config: tinyconfig + $(for f in "${FRAGS[@]}"; do printf '%s ' "$(basename "$f")"; done)-> $OBJ"
 	if ! {
 		"${MAKE[@]}" tinyconfig &&
-		(cd "$OBJ" && "$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$FRAG") &&
+		(cd "$OBJ" && "$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "${FRAGS[@]}") &&
 		"${MAKE[@]}" olddefconfig
 	} >"$OBJ/config.log" 2>&1; then
 		tail -n 50 "$OBJ/config.log" >&2
@@ -282,7 +296,8 @@ cp "$OBJ/.config" "$tmpimg/config"
 echo "$REL" >"$tmpimg/kernelrelease"
 cp "$LOG" "$tmpimg/build.log"
 { echo "version $KVER"; echo "package $PKGVER"; echo "series $SERIES_HASH"
-  for p in "${PATCHES[@]}"; do echo "patch $p"; done; echo "config $CFG_HASH"; } >"$tmpimg/key"
+  for p in "${PATCHES[@]}"; do echo "patch $p"; done; echo "config $CFG_HASH"
+  for f in "${FRAGS[@]}"; do echo "fragment $(basename "$f")"; done; } >"$tmpimg/key"
 rm -rf "$IMG"
 mv "$tmpimg" "$IMG"
 publish

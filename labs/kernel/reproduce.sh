@@ -31,7 +31,9 @@ An earlier run is never overwritten. results/latest then points at this run
   --no-build        do not call build.sh / mkinitramfs.sh
   --help            this text
 
-Environment: VCPUS, MEM (see run-qemu.sh --help).
+Environment: VCPUS, MEM (see run-qemu.sh --help). An experiment with a line
+"# vcpus: NAME N" in labs/kernel/experiments boots with N vCPUs whatever
+VCPUS says (smaps-rollup needs 3); the vCPU count is recorded per experiment.
 Exit status: 0 when every experiment ran to its end record with status 0
 (a FAIL against the published goal is a result, not an error); 1 when an
 experiment crashed, timed out or exited non-zero; 2 usage; 130 interrupted.
@@ -67,6 +69,16 @@ EXPFILE=$HERE/experiments
 [ -f "$EXPFILE" ] || die "$EXPFILE missing (the guest-programs part of the repository)"
 mapfile -t ALL < <(awk '!/^[ \t]*(#|$)/ { print $1 }' "$EXPFILE")
 [ ${#ALL[@]} -gt 0 ] || die "no experiments in $EXPFILE"
+# Guest size per experiment: a comment line "# vcpus: NAME N" (/init skips
+# comments) boots NAME with N vCPUs; the others get VCPUS (default 2).
+DEF_VCPUS=${VCPUS:-2}
+declare -A EXP_VCPUS=()
+while read -r n v; do
+	printf '%s\n' "${ALL[@]}" | grep -qxF -- "$n" || die "$EXPFILE: '# vcpus: $n $v' names no experiment"
+	case "$v" in ''|*[!0-9]*) die "$EXPFILE: '# vcpus: $n $v': N must be a number of vCPUs" ;; esac
+	{ [ "$v" -ge 1 ] && [ "$v" -le 64 ]; } || die "$EXPFILE: '# vcpus: $n $v': N must be 1..64"
+	EXP_VCPUS[$n]=$v
+done < <(awk '/^[ \t]*#[ \t]*vcpus:/ { sub(/^[ \t]*#[ \t]*vcpus:/, ""); print $1, $2 }' "$EXPFILE")
 RUNLIST=()
 if [ -n "$ONLY" ]; then
 	for n in $(echo "$ONLY" | tr , ' '); do
@@ -111,9 +123,10 @@ for name in "${RUNLIST[@]}"; do
 	if [ "$INTERRUPTED" = 1 ]; then
 		printf '%s not-run 0 0\n' "$name" >>"$STATUS_FILE"; continue
 	fi
-	printf '%s: [%d/%d] %-28s ' "$PROG" "$n" "${#RUNLIST[@]}" "$name"
+	vc=${EXP_VCPUS[$name]:-$DEF_VCPUS}
+	printf '%s: [%d/%d] %-28s ' "$PROG" "$n" "${#RUNLIST[@]}" "$name ($vc vCPUs)"
 	s0=$(date +%s)
-	"$HERE/run-qemu.sh" --timeout "$HTMO" \
+	VCPUS=$vc "$HERE/run-qemu.sh" --timeout "$HTMO" \
 		--append "mmlocks.mode=run mmlocks.run=$name mmlocks.quick=$QUICK mmlocks.timeout=$GTMO" \
 		--results "$RUN/$name.jsonl" --console-log "$RUN/console-$name.log" \
 		>"$RUN/.runner-$name.log" 2>&1 &
@@ -173,14 +186,18 @@ for line in open(os.path.join(run, ".status")):
     r["ok"] = st == "ok" and end is not None and end.get("rc") == 0
     exps.append(r)
     mp = os.path.join(run, name + ".meta.json")
-    if not env and os.path.exists(mp):
-        try:
-            m = json.load(open(mp))
-            env = {k: m[k] for k in ("accel", "cpu", "vcpus", "mem_mib", "kernel_release",
-                                     "qemu", "host", "started") if k in m}
-        except (OSError, ValueError):
-            pass
+    try:
+        m = json.load(open(mp))
+    except (OSError, ValueError):
+        m = {}
+    if "vcpus" in m:
+        r["vcpus"] = m["vcpus"]   # experiments may boot with different counts
+    if not env and m:
+        env = {k: m[k] for k in ("accel", "cpu", "vcpus", "mem_mib", "kernel_release",
+                                 "qemu", "host", "started") if k in m}
 meta = dict(env)
+if len({e["vcpus"] for e in exps if "vcpus" in e}) > 1:
+    meta.pop("vcpus", None)       # no single count: see each experiment's
 meta.update({"run": os.path.basename(run), "quick": quick, "guest_timeout": gtmo,
              "experiments": exps})
 meta.setdefault("started", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -106,7 +106,9 @@ qemu_cmd() {   # $1 accel, $2 cpu, $3 console chardev spec, $4 results spec, $5 
 # /dev/kvm can exist and open yet be unable to run this guest (nested KVM
 # that aborts on an MSR, or "KVM internal error" mid-boot and a paused VM),
 # so the only reliable test is to boot: mode=probe prints a marker and powers
-# off at once. The verdict is cached per (QEMU, kernel, host).
+# off at once. The verdict is cached per (QEMU, kernel, host, vCPUs), one
+# line per key ("VERDICT KEY"), so experiments that boot with different
+# vCPU counts (labs/kernel/experiments) do not probe again in turn.
 KVM_DEV=${MMLOCKS_KVM_DEV:-/dev/kvm}   # tests point this elsewhere
 probe_kvm() {
 	if [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
@@ -114,15 +116,19 @@ probe_kvm() {
 	fi
 	local key cache=$TOP/build/kvm-probe.cache plog=$TOP/build/kvm-probe.log
 	key="qemu=$qver kernel=$(sha256sum "$KERNEL" | cut -c1-16) host=$(uname -r) cpus=$VCPUS"
-	if [ -f "$cache" ] && [ "$(sed -n 's/^key //p' "$cache")" = "$key" ]; then
-		sed -n 's/^verdict //p' "$cache"; return
+	local hit
+	hit=$(awk -v k="$key" '($1 == "kvm" || $1 == "tcg") && substr($0, length($1) + 2) == k { v = $1 } END { print v }' "$cache" 2>/dev/null)
+	if [ -n "$hit" ]; then
+		echo "$hit"; return
 	fi
 	note "probing KVM with a short boot (console: ${plog#$TOP/}, QEMU errors: ${plog%.log}.err)"
 	qemu_cmd kvm host "file,id=con0,path=$plog" null "mmlocks.mode=probe"
 	timeout -k 5 30 "${QCMD[@]}" </dev/null >"${plog%.log}.err" 2>&1
 	local v=tcg
 	grep -q 'MMLOCKS-PROBE-OK' "$plog" 2>/dev/null && v=kvm
-	printf 'key %s\nverdict %s\n' "$key" "$v" >"$cache.tmp.$$" && mv -f "$cache.tmp.$$" "$cache"
+	# Keep the last 7 other verdicts (older-format lines are dropped).
+	{ awk -v k="$key" '($1 == "kvm" || $1 == "tcg") && substr($0, length($1) + 2) != k' "$cache" 2>/dev/null | tail -n 7
+	  printf '%s %s\n' "$v" "$key"; } >"$cache.tmp.$$" && mv -f "$cache.tmp.$$" "$cache"
 	echo "$v"
 }
 case "$ACCEL" in

@@ -71,6 +71,7 @@ class Experiment:
         self.guest_timeout = False
         self.quick = None
         self.summaries = []
+        self.tables = {}        # title -> rows (dicts), from table_row records
         self.errors = []
         self.garbage = 0
         self.runner = None      # reproduce.sh's record: status, wall_seconds
@@ -142,6 +143,13 @@ def collect(rundir, meta):
                 target = get(name) if isinstance(name, str) else cur
                 if target is not None:
                     target.summaries.append(rec)
+            elif t == "table_row":
+                target = get(name) if isinstance(name, str) else cur
+                if target is not None:
+                    title = str(rec.get("table") or "")
+                    row = {k: v for k, v in rec.items()
+                           if k not in ("type", "experiment", "table")}
+                    target.tables.setdefault(title, []).append(row)
             elif t == "error" and cur is not None:
                 cur.errors.append(str(rec.get("msg", "")))
         owner = exps.get(stem)
@@ -246,6 +254,29 @@ def details(e):
     return out
 
 
+def tables(e):
+    """Each table an experiment printed as table_row records (one record
+    per row, columns in the order of the first row's keys), in Markdown."""
+    out = ""
+    for title, rows in e.tables.items():
+        cols = []
+        for r in rows:
+            cols += [k for k in r if k not in cols]
+        out += "\n" + (cell(title) + ":\n\n" if title else "")
+        out += "| " + " | ".join(cell(c) for c in cols) + " |\n"
+        out += "|" + "---|" * len(cols) + "\n"
+        for r in rows:
+            out += "| " + " | ".join(cell(num(r.get(c)) or "\u2014") for c in cols) + " |\n"
+    return out
+
+
+def vcpus_of(e, meta):
+    """The vCPU count an experiment ran with: the guest's own nproc, else
+    its boot's meta, else the run's meta."""
+    return ((e.guest or {}).get("nproc") or (e.meta or {}).get("vcpus")
+            or (e.runner or {}).get("vcpus") or meta.get("vcpus"))
+
+
 def plot(e, rundir):
     """If a summary record carries per-run arrays (KEY_before / KEY_after,
     and optionally KEY_after_as_traced: the after figures before a
@@ -298,21 +329,22 @@ def plot(e, rundir):
     return ""
 
 
-def env_line(e, meta):
-    """Where and how this was measured: guest size, accelerator, release."""
+def env_line(e, meta, vcpus=None):
+    """Where and how this was measured: guest size, accelerator, release.
+    vcpus: text that replaces the vCPU count (runs whose experiments differ)."""
     m = dict(meta)
     if e.meta:
         for k, v in e.meta.items():
             m.setdefault(k, v)
     rel = (e.guest or {}).get("release") or m.get("kernel_release", "unknown")
-    vcpus = (e.guest or {}).get("nproc") or m.get("vcpus", "?")
+    vcpus_text, vcpus = vcpus, vcpus_of(e, m) or "?"
     mem = m.get("mem_mib")
     accel = m.get("accel", "?")
     cpu = m.get("cpu")
     date = (m.get("started") or "")[:10] or time.strftime("%Y-%m-%d", time.gmtime())
-    s = "Linux %s in QEMU %s (%s%s), %s vCPUs, %s RAM, %s" % (
+    s = "Linux %s in QEMU %s (%s%s), %s, %s RAM, %s" % (
         rel, m.get("qemu", "?"), accel.upper() if accel in ("kvm", "tcg") else accel,
-        ", -cpu " + cpu if cpu else "", vcpus,
+        ", -cpu " + cpu if cpu else "", vcpus_text or "%s vCPUs" % vcpus,
         "%s MiB" % mem if mem else "?", date)
     host = (m.get("host") or {}).get("cpu")
     if host:
@@ -381,6 +413,7 @@ def main(argv):
                 nfail += 1
         frag += "\n" + env_line(e, meta) + ".\n"
         frag += details(e)
+        frag += tables(e)
         frag += plot(e, rundir)
         extra = []
         if e.errors:
@@ -395,7 +428,11 @@ def main(argv):
 
     first = exps[0]
     summary = "# make reproduce: %s\n\n" % os.path.basename(os.path.abspath(rundir))
-    summary += env_line(first, meta) + ".\n\n" + table
+    counts = [(e.name, vcpus_of(e, meta)) for e in exps]
+    per_exp = None
+    if len({c for _, c in counts if c}) > 1:
+        per_exp = "vCPUs per experiment: " + ", ".join("%s %s" % (n, c or "?") for n, c in counts)
+    summary += env_line(first, meta, per_exp) + ".\n\n" + table
     summary += "\n%d PASS, %d FAIL.\n" % (npass, nfail)
     if notes:
         summary += "\nNotes:\n" + "\n".join(notes) + "\n"

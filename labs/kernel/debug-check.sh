@@ -1,0 +1,170 @@
+#!/bin/bash
+# make debug-check: boot the debug kernel (config.debug: lockdep, DEBUG_VM,
+# PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) and drive the patched paths --
+# smaps_stress, every experiment's --quick, the khugepaged selftest -- then
+# fail on any kernel splat in the console or any failed program.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+PROG=labs/kernel/debug-check.sh
+
+# Console lines that mean the kernel found a bug (a "splat").
+SPLATS='WARNING:|BUG:|Oops|possible recursive locking|possible circular locking|suspicious RCU usage|sleeping function called from invalid context|inconsistent lock state|lock held when returning to user space|DEBUG_LOCKS_WARN_ON|KASAN|UBSAN|list_add corruption|list_del corruption|Kernel panic|general protection fault|kernel BUG|INFO: task .* blocked'
+
+usage() {
+	cat <<EOF
+usage: $PROG [--no-build] [--stress-seconds S] [--skip-selftests] [--help]
+
+Builds the debug kernel (labs/kernel/build.sh --debug: config.fragment +
+config.debug, cached apart from the ordinary kernel) and the initramfs, then
+boots it twice under timeouts:
+  1. mmlocks.mode=run: smaps_stress for S seconds (smaps_rollup readers
+     against VMA changes, faults and exits of the target, the
+     smaps_rollup_vma_lock switch flipped 0/1 and every rwsem_steal_policy),
+     then every experiment of labs/kernel/experiments with --quick;
+  2. mmlocks.mode=selftests: the 6.12 khugepaged selftest (khugepaged:anon)
+     with the knobs at their defaults.
+Fails when a console shows a splat (WARNING:, BUG:, lockdep and RCU
+reports, "sleeping function called from invalid context", KASAN, Oops, ...),
+when a program exits non-zero or times out, when smaps_stress's checks fail,
+or when a selftest case fails (known-skipped cases excepted).
+Logs: build/debug-check/ (console logs, results, summary.txt).
+
+  --no-build           do not call build.sh / mkinitramfs.sh
+  --stress-seconds S   smaps_stress run time (10..3600, default 120)
+  --skip-selftests     only boot 1
+  --help               this text
+Environment: VCPUS (default 2), MEM (default 2G), as for run-qemu.sh.
+Exit status: 0 clean, 1 a check failed, 2 usage.
+EOF
+}
+die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
+die() { echo "$PROG: error: $*" >&2; exit 1; }
+
+BUILD=1 STRESS=120 SELFTESTS=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--help|-h) usage; exit 0 ;;
+	--no-build) BUILD=0; shift ;;
+	--stress-seconds) [ $# -ge 2 ] || die_usage "--stress-seconds needs a number"; STRESS=$2; shift 2 ;;
+	--skip-selftests) SELFTESTS=0; shift ;;
+	*) die_usage "unknown argument '$1'" ;;
+	esac
+done
+case "$STRESS" in ''|*[!0-9]*) die_usage "--stress-seconds must be a number, got '$STRESS'" ;; esac
+{ [ "$STRESS" -ge 10 ] && [ "$STRESS" -le 3600 ]; } || die_usage "--stress-seconds must be 10..3600, got $STRESS"
+
+T0=$(date +%s)
+KDIR=$TOP/build/kernel-debug
+OUT=$TOP/build/debug-check
+if [ "$BUILD" = 1 ]; then
+	timeout 3600 "$HERE/build.sh" --debug --out "$KDIR" || die "debug kernel build failed (run labs/kernel/build.sh --debug)"
+	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
+fi
+[ -f "$KDIR/bzImage" ] || die "$KDIR/bzImage missing: run labs/kernel/build.sh --debug (make kernel-debug)"
+BASE_INITRD=$TOP/build/initramfs.cpio.gz
+[ -f "$BASE_INITRD" ] || die "$BASE_INITRD missing: run labs/kernel/mkinitramfs.sh"
+command -v cpio >/dev/null || die "cpio missing: apt-get install cpio"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# The guest's /etc/mmlocks/experiments, plus smaps-stress first. Its sizes are
+# given, so the mmlocks.quick=1 that shortens the experiments leaves it alone.
+EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | tr '\n' ,)
+mkdir -p "$OUT/overlay/etc/mmlocks"
+{
+	cat "$HERE/experiments"
+	echo "smaps-stress  /labs/smaps_stress --seconds $STRESS --vmas 4000 --life-ms 1500"
+} >"$OUT/overlay/etc/mmlocks/experiments"
+# Linux unpacks concatenated archives in order; a later file replaces an
+# earlier one of the same name.
+INITRD=$OUT/initramfs.cpio.gz
+{
+	cat "$BASE_INITRD"
+	(cd "$OUT/overlay" && find etc | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -9n)
+} >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" || die "writing $INITRD failed"
+
+nexp=$(echo "smaps-stress,$EXPS" | tr , '\n' | grep -c .)
+GTMO=$((STRESS + 600))              # per program, in the guest
+fails=0
+result() { # result ok|FAIL WHAT [DETAIL]
+	printf '%-5s %s%s\n' "$1" "$2" "${3:+: $3}" | tee -a "$OUT/summary.txt"
+	[ "$1" = ok ] || fails=$((fails + 1))
+}
+boot() { # boot NAME APPEND HOST_TIMEOUT
+	local s0 rc
+	s0=$(date +%s)
+	echo "$PROG: boot $1: $2 (timeout $3 s)"
+	"$HERE/run-qemu.sh" --kernel "$KDIR/bzImage" --initrd "$INITRD" --timeout "$3" \
+		--append "$2" --results "$OUT/$1.jsonl" --console-log "$OUT/$1.console.log" \
+		>"$OUT/$1.runner.log" 2>&1
+	rc=$?
+	echo "$PROG: boot $1: back in $(( $(date +%s) - s0 )) s, run-qemu.sh exit $rc"
+	[ $rc = 0 ] && result ok "boot $1" || result FAIL "boot $1" "run-qemu.sh exit $rc (see $OUT/$1.runner.log)"
+}
+splats() { # splats NAME: the console must be a debug kernel's and clean
+	local con=$OUT/$1.console.log n
+	if ! grep -q 'Lock dependency validator' "$con" 2>/dev/null; then
+		result FAIL "console $1" "no lockdep banner: not the debug kernel?"
+		return
+	fi
+	n=$(grep -cE "$SPLATS" "$con")
+	if [ "$n" = 0 ]; then
+		result ok "console $1" "no splat ($(wc -l <"$con") lines)"
+	else
+		result FAIL "console $1" "$n splat line(s), first ones:"
+		grep -nE -m 5 -A 12 "$SPLATS" "$con" | sed 's/^/    /' | tee -a "$OUT/summary.txt"
+	fi
+}
+
+boot experiments "mmlocks.mode=run mmlocks.run=smaps-stress,$EXPS mmlocks.quick=1 mmlocks.timeout=$GTMO" \
+	$((120 + nexp * (GTMO + 20)))
+splats experiments
+python3 - "$OUT/experiments.jsonl" "smaps-stress,$EXPS" <<'EOF' | tee -a "$OUT/summary.txt"
+import json, sys
+path, names = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
+ends, summary = {}, {}
+for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
+    try:
+        r = json.loads(line.strip("\0\r "))
+    except ValueError:
+        continue
+    if r.get("type") == "end" and "experiment" in r:
+        ends[r["experiment"]] = r
+    if r.get("type") in ("sample", "summary") and r.get("experiment") == "smaps-stress":
+        summary.update(r)
+bad = 0
+for n in names:
+    e = ends.get(n)
+    ok = e is not None and e.get("rc") == 0 and not e.get("timeout")
+    bad += not ok
+    print("%-5s program %s%s" % ("ok" if ok else "FAIL", n,
+          ": missing" if e is None else ": rc=%s in %s s%s" % (e.get("rc"), e.get("seconds"),
+          ", timed out" if e.get("timeout") else "")))
+keys = ("targets", "reads_ok", "reads_target_gone", "reads_short", "reads_rss_below_stable",
+        "smaps_rollup_vma_locked", "smaps_rollup_mmap_locked", "smaps_rollup_mmap_fallback",
+        "smaps_rollup_mmap_drop", "smaps_rollup_vma_retry")
+if summary:
+    print("      smaps-stress: " + ", ".join("%s=%s" % (k, summary.get(k)) for k in keys))
+sys.exit(1 if bad else 0)
+EOF
+[ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+
+if [ "$SELFTESTS" = 1 ]; then
+	boot selftests "mmlocks.mode=selftests mmlocks.selftests=khugepaged:anon mmlocks.timeout=1200" 1400
+	splats selftests
+	SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
+	if python3 "$HERE/selftests/check.py" --source "$SRC" --run debug-defaults \
+		"$OUT/selftests.jsonl" "$OUT/selftests.console.log" >"$OUT/selftests.check.log" 2>&1; then
+		result ok "khugepaged selftest" "$(tail -n 1 "$OUT/selftests.check.log")"
+	else
+		result FAIL "khugepaged selftest" "see $OUT/selftests.check.log"
+		sed 's/^/    /' "$OUT/selftests.check.log" | tail -n 20
+	fi
+fi
+
+echo "$PROG: $(cat "$KDIR/kernelrelease" 2>/dev/null), wall time $(( $(date +%s) - T0 )) s," \
+	"$([ $fails = 0 ] && echo "all checks passed" || echo "$fails check(s) FAILED") (logs: build/debug-check/)" |
+	tee -a "$OUT/summary.txt"
+[ $fails = 0 ]

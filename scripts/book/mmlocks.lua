@@ -5,6 +5,7 @@
 --     region (region="NAME"), a C function (function="NAME"), a macro
 --     (define="NAME"), a line range (lines="A-B") or the whole file.
 --     "linux:PATH" is resolved in the pristine 6.12 tree ($MMLOCKS_LINUX_SRC).
+--     In a .patch file, function/define/region look only at the added lines.
 --     Marker lines are never shown. Anything missing fails the build.
 --  3. Images of diagrams/X.dot become build/diagrams/X.svg (rendered by make);
 --     other local images must exist.
@@ -179,6 +180,16 @@ local function include_block(el)
   local region, fn, def, range = el.attributes.region, el.attributes["function"],
                                  el.attributes.define, el.attributes.lines
   local where = spec
+  -- A function, macro or region of a patch is looked up in the lines the
+  -- patch adds (their leading '+' removed): the code our backport writes.
+  if (region or fn or def) and spec:match("%.patch$") then
+    local added = {}
+    for _, l in ipairs(lines) do
+      if l:match("^%+") and not l:match("^%+%+%+ ") then added[#added + 1] = l:sub(2) end
+    end
+    lines = added
+    label = spec .. " (lines it adds)"
+  end
   if region then
     lines = extract_region(lines, region, where)
     what = "region " .. region

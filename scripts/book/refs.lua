@@ -392,6 +392,9 @@ end
 -- The reference run beside a "Measured on this machine" box.
 function M.reference_box(exp, run, where)
   local r = load_run(exp, run, where)
+  if r.why then
+    fail(where, "no result: experiment '" .. exp .. "' in reference run '" .. run .. "' did not complete (" .. r.why .. ")")
+  end
   use(r)
   local text = read(r.dir .. "/" .. exp .. ".md")
   if not text then fail(where, r.dir .. "/" .. exp .. ".md is missing") end
@@ -399,9 +402,6 @@ function M.reference_box(exp, run, where)
     pandoc.Link({ pandoc.Str(run) }, "#" .. anchor(exp, run)) }) })
   local blocks = { head }
   for _, b in ipairs(pandoc.read(text, "markdown").blocks) do blocks[#blocks + 1] = b end
-  if r.why then
-    blocks[#blocks + 1] = pandoc.Para({ pandoc.Emph({ pandoc.Str("This run did not complete: " .. r.why .. ".") }) })
-  end
   return pandoc.Div(blocks, pandoc.Attr("", { "results", "reference" }))
 end
 

@@ -110,6 +110,9 @@ check "unit mismatch 2"    fail "unit mismatch" "[]{.ref exp=demo run=R1 $P1 fie
 check "typed and stale"    fail "typed '428 µs' but the reference gives '427 µs'" "[428 µs]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
 check "reftable failed run" fail "no result: experiment 'broken'" '::: {.reftable exp=broken cols="@run"}
 :::'
+check "failed reference box" fail "no result: experiment 'broken' in reference run 'R1'" '::: {.results experiment="broken" reference="R1"}
+x
+:::'
 check "missing reference box" fail "reference run 'R7' of experiment 'demo' not found" '::: {.results experiment="demo" reference="R7"}
 x
 :::'

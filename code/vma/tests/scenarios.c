@@ -221,6 +221,50 @@ void scn_fault_retry(struct fault_result *r)
 	fault_vs_writer(SCN_A, SCN_B + PG(1), r);
 }
 
+static void munmap_a_fn(struct vtest *t, void *arg)
+{
+	(void)arg;
+	do_munmap(&t->mm, SCN_A, PG(4));
+}
+
+void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
+{
+	struct fault_job job = { .addr = SCN_A + PG(1) };
+	struct vthread w, f;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, true);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_LOOKUP, NULL);
+	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
+	vt_spawn(&f, &t, fault_fn, &job);
+	if (!gate_wait(&t.at[VMA_HOOK_LOOKUP], 1))
+		fail(&r->s, "the fault never looked A up");
+	vt_spawn(&w, &t, munmap_a_fn, NULL);
+	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
+		fail(&r->s, "the munmap never reached VMA_HOOK_WRITE_LOCKED");
+	gate_open_all(&t.at[VMA_HOOK_LOOKUP]);
+	r->waited = gate_wait(&t.read_queued, 1);
+	if (!r->waited)
+		fail(&r->s, "the fault never queued on mmap_lock");
+	r->done_before_writer = atomic_load(&f.done);
+	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(&w) || !vt_join(&f)) {
+		fail(&r->s, "munmap or fault did not finish");
+		return;
+	}
+	r->fault = job.fault;
+	r->present = page_present(&t.mm, job.addr);
+	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
+	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
+	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
+	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
+	vt_fini(&t);
+}
+
 /* ---------------------------------------------------------- walkers */
 
 struct walk_job {

@@ -69,6 +69,13 @@ struct fault_result {
 void scn_fault_waits_for_writer(struct fault_result *r);
 /* The writer changes another VMA; the first anonymous fault needs mmap_lock. */
 void scn_fault_retry(struct fault_result *r);
+/*
+ * A fault looks A up; a writer unmaps A and stops before
+ * mmap_write_unlock(); the fault's vma_start_read() sees vm_lock_seq ==
+ * mm_lock_seq (no miss: it never gets to the detached check), aborts,
+ * waits for mmap_lock, and finds nothing mapped.
+ */
+void scn_lookup_vs_munmap_in_progress(struct fault_result *r);
 
 /* Walkers. */
 struct walk_result {

@@ -117,10 +117,16 @@ static void race_replace(struct vtest *t, struct vm_area_struct *vma)
 	do_mmap(&t->mm, SCN_A, PG(8), RW);
 }
 
+/*
+ * mprotect of A's lower half: A keeps [A, A+4) and shrinks in place, a new
+ * VMA takes the upper half (6.12's split at the end of a range). (A munmap
+ * would not do: 6.12 always detaches the VMA object that covers the
+ * unmapped part.)
+ */
 static void race_shrink(struct vtest *t, struct vm_area_struct *vma)
 {
 	(void)vma;
-	do_munmap(&t->mm, SCN_A + PG(4), PG(4));
+	do_mprotect(&t->mm, SCN_A, PG(4), VM_READ);
 }
 
 void scn_lookup_race(enum lookup_race race, struct lookup_result *r)
@@ -352,6 +358,36 @@ void scn_walk_resume(enum walk_style style, enum walk_change change,
 		fail(&r->s, "walker or writer did not finish");
 		return;
 	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}
+
+static void split_c_once(struct vtest *t, struct vm_area_struct *vma)
+{
+	struct vm_area_struct **c = t->arg;
+
+	if (vma == *c) {
+		*c = NULL;
+		do_mprotect(&t->mm, SCN_C + PG(2), PG(2), VM_READ);
+	}
+}
+
+void scn_walk_split_below(struct walk_result *r)
+{
+	struct walk_job j = { .style = WALK_VMA };
+	struct vm_area_struct *c;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	c = vt_vma(&t, SCN_C);
+	t.arg = &c;
+	vt_act_at(&t, VMA_HOOK_LOOKUP, split_c_once, 1000);
+	walk_fn(&t, &j);
+	if (c)
+		fail(&r->s, "the walk never looked C up");
 	finish_walk(&t, r, &j);
 	vt_fini(&t);
 }

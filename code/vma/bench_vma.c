@@ -1,5 +1,6 @@
 /* bench_vma.c - mapper (writer) latency with N smaps_rollup readers, 6.12's mmap_lock walk beside seed 001's per-VMA walk. */
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct opts {
 	int readers[8], nr_readers;
 	long ops, runs;
 	unsigned long pages, vmas;
+	long page_ns, pause_us;
 };
 
 enum arm { ARM_NONE, ARM_MMAP, ARM_VMA, NR_ARMS };
@@ -33,6 +35,7 @@ static const char *const arm_name[] = { "none", "mmap_lock walk (6.12)",
 
 struct run {
 	double mean, p50, p99, max;	/* microseconds */
+	double secs;			/* the mapper's run */
 	long rollups, vma_locked, mmap_locked, fallbacks, drops;
 };
 
@@ -40,6 +43,7 @@ struct bench {
 	struct mm_struct mm;
 	enum arm arm;
 	atomic_bool stop;
+	atomic_int started;		/* readers past their first rollup */
 	atomic_long rollups, vma_locked, mmap_locked, fallbacks, drops;
 };
 
@@ -47,6 +51,7 @@ static void *reader(void *p)
 {
 	struct bench *b = p;
 	struct mem_size_stats mss;
+	bool started = false;
 
 	while (!atomic_load(&b->stop)) {
 		if (b->arm == ARM_VMA)
@@ -54,6 +59,10 @@ static void *reader(void *p)
 		else
 			smaps_rollup_mmap(&b->mm, &mss);
 		atomic_fetch_add(&b->rollups, 1);
+		if (!started) {
+			started = true;
+			atomic_fetch_add(&b->started, 1);
+		}
 		atomic_fetch_add(&b->vma_locked, mss.nr_vma_locked);
 		atomic_fetch_add(&b->mmap_locked, mss.nr_mmap_locked);
 		atomic_fetch_add(&b->fallbacks, mss.nr_fallbacks);
@@ -88,6 +97,16 @@ static void one_run(const struct opts *o, enum arm arm, int nreaders, struct run
 	for (int i = 0; arm != ARM_NONE && i < nreaders; i++)
 		pthread_create(&th[i], NULL, reader, b);
 
+	/* Time only while every reader is going (a rollup can take a while). */
+	while (arm != ARM_NONE && atomic_load(&b->started) < nreaders)
+		sched_yield();
+	atomic_store(&b->rollups, 0);
+	atomic_store(&b->vma_locked, 0);
+	atomic_store(&b->mmap_locked, 0);
+	atomic_store(&b->fallbacks, 0);
+	atomic_store(&b->drops, 0);
+	long long start = sched_clock_ns();
+
 	for (long i = 0; i < o->ops; i++) {
 		unsigned long page = MAPPER_AT + PG(1 + (i / 2) % (MAPPER_PAGES - 2));
 		long long t0 = sched_clock_ns();
@@ -98,14 +117,18 @@ static void one_run(const struct opts *o, enum arm arm, int nreaders, struct run
 			do_munmap(&b->mm, page, PAGE_SIZE);
 		lat[i] = (sched_clock_ns() - t0) / 1e3;
 		sum += lat[i];
+		if (o->pause_us)
+			usleep(o->pause_us);	/* the workload's pause */
 	}
+	double secs = (sched_clock_ns() - start) / 1e9;
+
 	atomic_store(&b->stop, true);
 	for (int i = 0; arm != ARM_NONE && i < nreaders; i++)
 		pthread_join(th[i], NULL);
 	qsort(lat, o->ops, sizeof(*lat), cmp_double);
 	*r = (struct run){
 		.mean = sum / o->ops, .p50 = lat[o->ops / 2],
-		.p99 = lat[o->ops * 99 / 100], .max = lat[o->ops - 1],
+		.p99 = lat[o->ops * 99 / 100], .max = lat[o->ops - 1], .secs = secs,
 		.rollups = b->rollups, .vma_locked = b->vma_locked,
 		.mmap_locked = b->mmap_locked, .fallbacks = b->fallbacks,
 		.drops = b->drops,
@@ -123,7 +146,7 @@ static double median(double *v, int n)
 
 static void report(const struct opts *o, int nreaders, enum arm arm, struct run *runs)
 {
-	double mean[64], p50[64], p99[64], max = 0, med;
+	double mean[64], p50[64], p99[64], max = 0, med, secs = 0;
 	long rollups = 0, vl = 0, ml = 0, fb = 0, dr = 0;
 
 	for (int i = 0; i < o->runs; i++) {
@@ -133,33 +156,39 @@ static void report(const struct opts *o, int nreaders, enum arm arm, struct run 
 		if (runs[i].max > max)
 			max = runs[i].max;
 		rollups += runs[i].rollups;
+		secs += runs[i].secs;
 		vl += runs[i].vma_locked;
 		ml += runs[i].mmap_locked;
 		fb += runs[i].fallbacks;
 		dr += runs[i].drops;
 	}
 	med = median(mean, o->runs);	/* sorts mean[] */
-	printf("%7d  %-24s %8.1f %8.1f-%-8.1f %7.1f %8.1f %9.1f %9ld %7.1f%% %9ld %6ld\n",
+	printf("%7d  %-24s %8.1f %8.1f-%-8.1f %7.1f %8.1f %9.1f %9.0f %7.1f%% %9ld %6ld\n",
 	       nreaders, arm_name[arm], med, mean[0], mean[o->runs - 1],
 	       median(p50, o->runs), median(p99, o->runs), max,
-	       rollups / o->runs, vl + ml ? 100.0 * vl / (vl + ml) : 0.0,
+	       rollups / secs, vl + ml ? 100.0 * vl / (vl + ml) : 0.0,
 	       fb / o->runs, dr / o->runs);
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: bench_vma [--readers N[,N...]] [--ops N] [--runs N] [--pages N] [--vmas N] [--quick]\n"
+"usage: bench_vma [--readers N[,N...]] [--ops N] [--runs N] [--pages N] [--vmas N]\n"
+"                 [--page-ns N] [--pause-us N] [--quick]\n"
 "  A mapper thread munmaps and mmaps back one page at a time (--ops calls per\n"
 "  run, each timed) while N threads read smaps_rollup in a loop, walking\n"
 "  with 6.12's mmap_lock walk or seed 001's per-VMA walk; the walked part\n"
-"  of the mm is --vmas VMAs over --pages populated pages. The arms (no\n"
+"  of the mm is --vmas VMAs over --pages populated pages, each costing the\n"
+"  walk --page-ns ns of busy work (the kernel's per-PTE work); the mapper\n"
+"  sleeps --pause-us between calls, as proc-mmap_sem-test's does. The arms (no\n"
 "  readers, mmap_lock walk, per-VMA walk) are interleaved over --runs runs.\n"
 "  Columns: median of the per-run mean latency, the range of those means,\n"
 "  median p50 and p99, largest single call (all microseconds); rollups per\n"
-"  run; share of VMAs the readers gathered under a VMA lock (the per-VMA\n"
-"  walk's proof of acting); fallbacks and mmap_lock drops per run.\n"
+"  second (all readers together); share of VMAs the readers gathered under\n"
+"  a VMA lock (the per-VMA walk's proof of acting); fallbacks and mmap_lock\n"
+"  drops per run.\n"
 "  defaults: --readers 1,2 --ops 4000 --runs 5 --pages 4096 --vmas 64\n"
+"            --page-ns 100 --pause-us 20\n"
 "  --quick:  --readers 1,2 --ops 1000 --runs 3\n");
 }
 
@@ -199,10 +228,12 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "readers", 1, 0, 'r' }, { "ops", 1, 0, 'o' }, { "runs", 1, 0, 'n' },
 		{ "pages", 1, 0, 'p' }, { "vmas", 1, 0, 'v' }, { "quick", 0, 0, 'q' },
+		{ "page-ns", 1, 0, 'g' }, { "pause-us", 1, 0, 'u' },
 		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	struct opts o = { .readers = { 1, 2 }, .nr_readers = 2, .ops = 4000,
-			  .runs = 5, .pages = 4096, .vmas = 64 };
+			  .runs = 5, .pages = 4096, .vmas = 64, .page_ns = 100,
+			  .pause_us = 20 };
 	long v;
 	int c;
 
@@ -217,6 +248,10 @@ int main(int argc, char **argv)
 			o.pages = v; break;
 		case 'v': if (num(optarg, 1, 4096, &v)) return bad("--vmas", optarg);
 			o.vmas = v; break;
+		case 'g': if (num(optarg, 0, 100000, &o.page_ns)) return bad("--page-ns", optarg);
+			break;
+		case 'u': if (num(optarg, 0, 100000, &o.pause_us)) return bad("--pause-us", optarg);
+			break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -234,17 +269,19 @@ int main(int argc, char **argv)
 			load = 0;
 		fclose(f);
 	}
+	smap_page_cost_ns = o.page_ns;
 	if (load > cpus)
 		fprintf(stderr, "bench_vma: warning: load average %.1f on %ld CPUs: "
 			"other work will widen these numbers\n", load, cpus);
 	printf("bench_vma: %ld timed munmap/mmap calls per run, %ld runs per arm, arms interleaved; "
-	       "%lu VMAs over %lu pages walked; %ld CPUs, load %.1f; times in us\n",
-	       o.ops, o.runs, o.vmas, o.pages, cpus, load);
+	       "%lu VMAs over %lu pages walked at %ld ns a page; mapper pause %ld us; %ld CPUs, "
+	       "load %.1f; times in us\n",
+	       o.ops, o.runs, o.vmas, o.pages, o.page_ns, o.pause_us, cpus, load);
 	if (o.readers[o.nr_readers - 1] + 1 > cpus)
 		printf("bench_vma: more threads than CPUs: readers and mapper share CPUs "
 		       "(no pinning), so waits include being descheduled\n");
 	printf("%7s  %-24s %8s %17s %7s %8s %9s %9s %8s %9s %6s\n", "readers", "walk",
-	       "mean", "(range of means)", "p50", "p99", "max", "rollups", "vma-lkd",
+	       "mean", "(range of means)", "p50", "p99", "max", "rollups/s", "vma-lkd",
 	       "fallback", "drops");
 	for (int k = 0; k < o.nr_readers; k++) {
 		struct run runs[NR_ARMS][64];

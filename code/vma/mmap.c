@@ -91,8 +91,13 @@ static void edit_remove(struct vma_edit *e, int at)
 }
 /* endregion: writer-detach */
 
-/* Split the VMA straddling addr into [vm_start, addr) and [addr, vm_end). */
-static void edit_split(struct vma_edit *e, unsigned long addr)
+/*
+ * Split the VMA straddling addr (__split_vma()). With new_below the new
+ * VMA takes [vm_start, addr) and the old one moves its vm_start up, as
+ * 6.12 does at the start of an mprotect or munmap range; otherwise the
+ * new VMA takes [addr, vm_end). Both are write-locked first.
+ */
+static void edit_split(struct vma_edit *e, unsigned long addr, bool new_below)
 {
 	for (int i = 0; i < e->nr; i++) {
 		struct vm_area_struct *vma = e->v[i], *new;
@@ -104,12 +109,19 @@ static void edit_split(struct vma_edit *e, unsigned long addr)
 		new = vm_area_alloc(e->mm);
 		edit_touch(e, vma);
 		edit_touch(e, new);
-		new->vm_start = addr;
-		new->vm_end = vma->vm_end;
 		new->vm_flags = vma->vm_flags;
 		new->anon_vma = READ_ONCE(vma->anon_vma);
-		vma->vm_end = addr;
-		edit_insert(e, i + 1, new);
+		if (new_below) {
+			new->vm_start = vma->vm_start;
+			new->vm_end = addr;
+			vma->vm_start = addr;
+			edit_insert(e, i, new);
+		} else {
+			new->vm_start = addr;
+			new->vm_end = vma->vm_end;
+			vma->vm_end = addr;
+			edit_insert(e, i + 1, new);
+		}
 		return;
 	}
 }
@@ -144,8 +156,8 @@ static void zap_page_range(struct mm_struct *mm, unsigned long start,
 static void edit_unmap(struct vma_edit *e, unsigned long start,
 		       unsigned long end)
 {
-	edit_split(e, start);
-	edit_split(e, end);
+	edit_split(e, start, true);
+	edit_split(e, end, false);
 	for (int i = 0; i < e->nr;) {
 		struct vm_area_struct *vma = e->v[i];
 
@@ -250,8 +262,8 @@ int do_mprotect(struct mm_struct *mm, unsigned long addr, unsigned long len,
 		a = vma->vm_end;
 	}
 	if (!ret) {
-		edit_split(&e, addr);
-		edit_split(&e, end);
+		edit_split(&e, addr, true);
+		edit_split(&e, end, false);
 		for (int i = 0; i < e.nr; i++) {
 			struct vm_area_struct *vma = e.v[i];
 

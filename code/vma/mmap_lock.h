@@ -20,8 +20,9 @@ static inline bool rwsem_is_locked(struct rw_semaphore *sem)
 
 /*
  * 6.12: !list_empty(&sem->wait_list), read without the wait_lock. The
- * model reads RWSEM_FLAG_WAITERS instead, which rwsem.c keeps set exactly
- * while the list is non-empty: the same answer, and no data race.
+ * model reads RWSEM_FLAG_WAITERS instead, which rwsem.c sets and clears
+ * under the wait_lock together with the list: the same answer, and no
+ * data race.
  */
 static inline int rwsem_is_contended(struct rw_semaphore *sem)
 {

@@ -4,6 +4,25 @@
 #include "vma.h"
 
 /*
+ * Model only: nanoseconds of work per present page, standing in for the
+ * kernel's per-PTE work in smaps_pte_range(). 0 (the tests) costs nothing;
+ * bench_vma sets it (--page-ns) so that a walk takes as long, relative to
+ * a mapper's call, as it does in a kernel.
+ */
+long smap_page_cost_ns;
+
+static void smap_account_page(void)
+{
+	long long until;
+
+	if (!smap_page_cost_ns)
+		return;
+	until = sched_clock_ns() + smap_page_cost_ns;
+	while (sched_clock_ns() < until)
+		;
+}
+
+/*
  * The page walk for one VMA from start (0: from vm_start): count the
  * present pages. The caller holds the VMA's lock or mmap_lock, so a
  * writer cannot be changing the VMA (vm_mod says so).
@@ -21,8 +40,10 @@ void smap_gather_stats(struct vm_area_struct *vma, struct mem_size_stats *mss,
 	if (!start)
 		start = vma->vm_start;
 	for (unsigned long a = start; a < vma->vm_end; a += PAGE_SIZE)
-		if (READ_ONCE(mm->pte[a >> PAGE_SHIFT]))
+		if (READ_ONCE(mm->pte[a >> PAGE_SHIFT])) {
 			mss->resident += PAGE_SIZE;
+			smap_account_page();
+		}
 	mss->size += vma->vm_end - start;
 }
 

@@ -201,6 +201,7 @@ struct mem_size_stats {
 };
 void smap_gather_stats(struct vm_area_struct *vma, struct mem_size_stats *mss,
 		       unsigned long start);
+extern long smap_page_cost_ns;		/* model only: see rollup.c */
 int smaps_rollup_mmap(struct mm_struct *mm, struct mem_size_stats *mss);
 int smaps_rollup_vma(struct mm_struct *mm, struct mem_size_stats *mss);
 void smaps_recount(struct mm_struct *mm, struct mem_size_stats *mss);

@@ -117,10 +117,16 @@ static void race_replace(struct vtest *t, struct vm_area_struct *vma)
 	do_mmap(&t->mm, SCN_A, PG(8), RW);
 }
 
+/*
+ * mprotect of A's lower half: A keeps [A, A+4) and shrinks in place, a new
+ * VMA takes the upper half (6.12's split at the end of a range). (A munmap
+ * would not do: 6.12 always detaches the VMA object that covers the
+ * unmapped part.)
+ */
 static void race_shrink(struct vtest *t, struct vm_area_struct *vma)
 {
 	(void)vma;
-	do_munmap(&t->mm, SCN_A + PG(4), PG(4));
+	do_mprotect(&t->mm, SCN_A, PG(4), VM_READ);
 }
 
 void scn_lookup_race(enum lookup_race race, struct lookup_result *r)
@@ -221,6 +227,50 @@ void scn_fault_retry(struct fault_result *r)
 	fault_vs_writer(SCN_A, SCN_B + PG(1), r);
 }
 
+static void munmap_a_fn(struct vtest *t, void *arg)
+{
+	(void)arg;
+	do_munmap(&t->mm, SCN_A, PG(4));
+}
+
+void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
+{
+	struct fault_job job = { .addr = SCN_A + PG(1) };
+	struct vthread w, f;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	vt_map(&t, SCN_A, 4, RW, true);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_LOOKUP, NULL);
+	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
+	vt_spawn(&f, &t, fault_fn, &job);
+	if (!gate_wait(&t.at[VMA_HOOK_LOOKUP], 1))
+		fail(&r->s, "the fault never looked A up");
+	vt_spawn(&w, &t, munmap_a_fn, NULL);
+	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
+		fail(&r->s, "the munmap never reached VMA_HOOK_WRITE_LOCKED");
+	gate_open_all(&t.at[VMA_HOOK_LOOKUP]);
+	r->waited = gate_wait(&t.read_queued, 1);
+	if (!r->waited)
+		fail(&r->s, "the fault never queued on mmap_lock");
+	r->done_before_writer = atomic_load(&f.done);
+	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(&w) || !vt_join(&f)) {
+		fail(&r->s, "munmap or fault did not finish");
+		return;
+	}
+	r->fault = job.fault;
+	r->present = page_present(&t.mm, job.addr);
+	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
+	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
+	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
+	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
+	vt_fini(&t);
+}
+
 /* ---------------------------------------------------------- walkers */
 
 struct walk_job {
@@ -308,6 +358,36 @@ void scn_walk_resume(enum walk_style style, enum walk_change change,
 		fail(&r->s, "walker or writer did not finish");
 		return;
 	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}
+
+static void split_c_once(struct vtest *t, struct vm_area_struct *vma)
+{
+	struct vm_area_struct **c = t->arg;
+
+	if (vma == *c) {
+		*c = NULL;
+		do_mprotect(&t->mm, SCN_C + PG(2), PG(2), VM_READ);
+	}
+}
+
+void scn_walk_split_below(struct walk_result *r)
+{
+	struct walk_job j = { .style = WALK_VMA };
+	struct vm_area_struct *c;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	c = vt_vma(&t, SCN_C);
+	t.arg = &c;
+	vt_act_at(&t, VMA_HOOK_LOOKUP, split_c_once, 1000);
+	walk_fn(&t, &j);
+	if (c)
+		fail(&r->s, "the walk never looked C up");
 	finish_walk(&t, r, &j);
 	vt_fini(&t);
 }

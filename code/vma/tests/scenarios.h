@@ -45,7 +45,7 @@ void scn_start_read_write_locked(struct start_read_result *r);
 enum lookup_race {
 	RACE_UNMAP,	/* unmaps A */
 	RACE_REPLACE,	/* maps a new VMA over A's range */
-	RACE_SHRINK,	/* unmaps the half of A holding the address */
+	RACE_SHRINK,	/* splits A: A shrinks, a new VMA takes the address */
 };
 struct lookup_result {
 	struct scn s;
@@ -69,6 +69,13 @@ struct fault_result {
 void scn_fault_waits_for_writer(struct fault_result *r);
 /* The writer changes another VMA; the first anonymous fault needs mmap_lock. */
 void scn_fault_retry(struct fault_result *r);
+/*
+ * A fault looks A up; a writer unmaps A and stops before
+ * mmap_write_unlock(); the fault's vma_start_read() sees vm_lock_seq ==
+ * mm_lock_seq (no miss: it never gets to the detached check), aborts,
+ * waits for mmap_lock, and finds nothing mapped.
+ */
+void scn_lookup_vs_munmap_in_progress(struct fault_result *r);
 
 /* Walkers. */
 struct walk_result {
@@ -93,6 +100,13 @@ void scn_walk_resume(enum walk_style style, enum walk_change change,
  * VMA locks while that writer holds mmap_lock for write.
  */
 void scn_walk_fallback(bool drop, struct walk_result *r);
+/*
+ * The per-VMA walk has looked C up (not locked it yet) when mprotect of
+ * C's upper half splits it: as in 6.12, a new VMA takes C's lower half
+ * and C moves its vm_start up. C still locks fine and is not detached;
+ * the walk must not skip the new VMA below it.
+ */
+void scn_walk_split_below(struct walk_result *r);
 /* The walker holds A's VMA lock; a writer's vma_start_write(A) waits. */
 void scn_walk_writer_waits(struct walk_result *r);
 

@@ -8,12 +8,15 @@
 
 #define REGION		PG(1024)		/* start of the stressed range */
 #define REGION_PAGES	256UL
+#define MIN_ROLLUPS	10	/* per reader, while writers run */
 
 struct stress {
 	const struct stress_cfg *cfg;
 	struct stress_result *res;
 	struct mm_struct mm;
 	atomic_int writers_left;
+	atomic_int readers_pending;	/* readers short of MIN_ROLLUPS */
+	pthread_barrier_t start;
 	atomic_long faults, writes, rollups[2], fallbacks, drops;
 	pthread_mutex_t fail_lock;
 };
@@ -45,7 +48,9 @@ static void *writer(void *p)
 	struct worker *w = p;
 	struct stress *s = w->s;
 
-	for (long i = 0; i < s->cfg->ops; i++) {
+	pthread_barrier_wait(&s->start);
+	/* At least cfg->ops, and until every reader overlapped with us. */
+	for (long i = 0; i < s->cfg->ops || atomic_load(&s->readers_pending); i++) {
 		unsigned long start = REGION + PG(rnd(&w->seed, REGION_PAGES - 8));
 		unsigned long len = PG(1 + rnd(&w->seed, 8));
 		vm_flags_t flags = rnd(&w->seed, 3) ? (VM_READ | VM_WRITE) : VM_READ;
@@ -71,6 +76,7 @@ static void *faulter(void *p)
 	struct worker *w = p;
 	struct stress *s = w->s;
 
+	pthread_barrier_wait(&s->start);
 	while (atomic_load(&s->writers_left) > 0) {
 		unsigned long addr = REGION + PG(rnd(&w->seed, REGION_PAGES));
 
@@ -85,7 +91,9 @@ static void *reader(void *p)
 	struct worker *w = p;
 	struct stress *s = w->s;
 	int style = w->id % 2;	/* 0: mmap_lock walk, 1: per-VMA walk */
+	long n = 0;
 
+	pthread_barrier_wait(&s->start);
 	while (atomic_load(&s->writers_left) > 0) {
 		struct mem_size_stats mss;
 
@@ -100,6 +108,8 @@ static void *reader(void *p)
 		atomic_fetch_add(&s->rollups[style], 1);
 		atomic_fetch_add(&s->fallbacks, mss.nr_fallbacks);
 		atomic_fetch_add(&s->drops, mss.nr_drops);
+		if (++n == MIN_ROLLUPS)
+			atomic_fetch_sub(&s->readers_pending, 1);
 	}
 	return NULL;
 }
@@ -144,6 +154,8 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 	mm_init(&s->mm);
 	do_mmap(&s->mm, REGION, PG(REGION_PAGES), (VM_READ | VM_WRITE));
 	atomic_init(&s->writers_left, cfg->writers);
+	atomic_init(&s->readers_pending, cfg->readers);
+	pthread_barrier_init(&s->start, NULL, n);
 	for (int i = 0; i < n; i++) {
 		void *(*fn)(void *) = i < cfg->writers ? writer :
 			i < cfg->writers + cfg->faulters ? faulter : reader;
@@ -173,6 +185,7 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 		res->events[e] = vma_lock_event(&s->mm, e);
 	mm_destroy(&s->mm);
 	pthread_mutex_destroy(&s->fail_lock);
+	pthread_barrier_destroy(&s->start);
 	free(s);
 	free(w);
 }

@@ -8,7 +8,7 @@
 
 struct stress_cfg {
 	int faulters, writers, readers;	/* reader i walks in style i % 2 */
-	long ops;			/* per writer */
+	long ops;			/* per writer, at least */
 	unsigned seed;
 };
 
@@ -21,7 +21,8 @@ struct stress_result {
 };
 
 /*
- * Runs until every writer has done cfg->ops operations. Invariants
+ * All threads start together; writers run for at least cfg->ops
+ * operations and until every reader has done 10 rollups. Invariants
  * (checked while running): a rollup never reports more than the region
  * nor more resident than size; no fault or walk meets a VMA a writer is
  * changing (vm_mod: VM_BUG, abort). At the end, with the mm quiescent:

@@ -11,8 +11,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: stress_vma [--faulters N] [--writers N] [--readers N] [--ops N] [--seed N]\n"
 		"  faulters, mmap/munmap/mprotect writers and smaps_rollup readers (even:\n"
-		"  mmap_lock walk, odd: per-VMA walk) on one mm; each writer does --ops\n"
-		"  operations. Prints the counts; exit 1 if an invariant broke.\n"
+		"  mmap_lock walk, odd: per-VMA walk) on one mm, all started together;\n"
+		"  each writer does at least --ops operations, and goes on until every\n"
+		"  reader has done 10 rollups. Prints the counts; exit 1 if an\n"
+		"  invariant broke.\n"
 		"  defaults: --faulters 2 --writers 1 --readers 2 --ops 2000 --seed 1\n");
 }
 

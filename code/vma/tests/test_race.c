@@ -62,6 +62,21 @@ Test(race, lookup_then_shrink_is_an_abort)
 	cr_assert_eq(r.abort, 1);
 }
 
+Test(race, lookup_then_munmap_in_progress_is_an_abort_then_sigsegv)
+{
+	struct fault_result r;
+	long populated = 4;	/* vt_map() faulted A's four pages */
+
+	scn_lookup_vs_munmap_in_progress(&r);
+	OK(r);
+	cr_assert(r.waited && !r.done_before_writer);
+	cr_assert_eq(r.fault, VM_FAULT_SIGSEGV);
+	cr_assert(!r.present);
+	cr_assert_eq(r.abort, 1, "vma_start_read() must fail on vm_lock_seq");
+	cr_assert_eq(r.miss, 0, "the detached check is never reached");
+	cr_assert_eq(r.success, populated);
+}
+
 Test(race, fault_on_a_write_locked_vma_waits_for_mmap_lock)
 {
 	struct fault_result r;

@@ -79,6 +79,18 @@ Test(walk, vma_walk_takes_vma_locks_again_after_dropping_mmap_lock)
 	cr_assert_eq(r.mss.nr_mmap_locked, 1);	/* B */
 }
 
+Test(walk, vma_walk_does_not_skip_a_vma_split_off_below_the_one_it_locks)
+{
+	struct walk_result r;
+
+	scn_walk_split_below(&r);
+	OK(r);
+	cr_assert_eq(r.mss.size, PG(20), "reported %lu pages, want 20",
+		     r.mss.size / PAGE_SIZE);
+	cr_assert_eq(r.mss.resident, r.recount.resident);
+	cr_assert_eq(r.mss.nr_fallbacks, 1, "lock_next_vma() should send the walk to mmap_lock");
+}
+
 Test(walk, writer_waits_for_the_vma_the_walker_holds)
 {
 	struct walk_result r;

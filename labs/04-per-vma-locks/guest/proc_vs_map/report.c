@@ -10,9 +10,9 @@
 
 const char *const pvm_set_name[PVM_NSET] = { "off", "on", "baseline" };
 const char *const pvm_set_label[PVM_NSET] = {
-	"switch 0 (stock 6.12: walk under mmap_lock)",
-	"switch 1 (walk under per-VMA locks)",
-	"no scanners (same busy tasks)",
+	"switch 0: the stock 6.12 walk under mmap_lock",
+	"switch 1: the walk under per-VMA locks",
+	"no scanners, same busy tasks",
 };
 const char *const pvm_ctr_name[PVM_NCTR] = {
 	"vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss",
@@ -168,6 +168,7 @@ void pvm_report(const char *exp, const struct pvm_run *r, int n, const struct pv
 	runs_array(&j, "run_avg_ms_before", r, n, PVM_OFF);
 	runs_array(&j, "run_avg_ms_after", r, n, PVM_ON);
 	runs_array(&j, "run_avg_ms_baseline", r, n, PVM_BASE);
+	mgj_str(&j, "baseline_label", pvm_set_label[PVM_BASE]);
 	mgj_emit(&j);
 
 	summary_head(&j, exp, "mapper mmap()/munmap() latency, median of per-run averages",

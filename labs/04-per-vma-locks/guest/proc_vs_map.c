@@ -212,7 +212,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	int rep[2], go[2], stop[2], nscan = set == PVM_BASE ? 0 : (int)opt.scanners, err;
 	long long before[PVM_NCTR], after[PVM_NCTR];
 	bool hb[PVM_NCTR], ha[PVM_NCTR], ok;
-	struct live l = { .nscan = nscan };
+	struct live l = { 0 };
 	uint64_t t0 = mg_now_ns(), deadline = t0 + mc.seconds_ns + 120 * 1000000000ull;
 	struct mg_json j;
 
@@ -244,6 +244,8 @@ static int run_one(int sample, int set, struct pvm_run *out)
 		}
 		if (pid > 0)
 			l.kids[l.nkids++] = pid;
+		if (pid > 0 && i < nscan)
+			l.nscan++; /* the scanners actually started */
 		ok = pid > 0;
 	}
 	close(rep[1]), close(stop[0]);

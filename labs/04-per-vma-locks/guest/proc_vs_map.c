@@ -299,6 +299,8 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	mgj_num(&j, "op_max_ms", out->max_ms);
 	mgj_num(&j, "op_p50_ms", (double)m[PVM_M_P50_NS] / 1e6);
 	mgj_num(&j, "op_p99_ms", out->p99_ms);
+	mgj_int(&j, "op_max_at_call", m[PVM_M_MAX_AT]);
+	mgj_str(&j, "op_max_call", m[PVM_M_MAX_MAP] ? "mmap" : "munmap");
 	mgj_num(&j, "window_s", (double)m[PVM_M_WINDOW_NS] / 1e9);
 	mgj_num(&j, "run_wall_s", (double)(mg_now_ns() - t0) / 1e9);
 	mgj_int(&j, "region_vmas_at_end", m[PVM_M_VMAS]);

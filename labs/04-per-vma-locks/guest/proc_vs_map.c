@@ -301,6 +301,11 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	mgj_num(&j, "op_p99_ms", out->p99_ms);
 	mgj_int(&j, "op_max_at_call", m[PVM_M_MAX_AT]);
 	mgj_str(&j, "op_max_call", m[PVM_M_MAX_MAP] ? "mmap" : "munmap");
+	mgj_num_array(&j, "op_max_ms_by_quarter", (const uint64_t *)&m[PVM_M_MAX_Q], 4, 1e6);
+	out->max_late_ms = 0;
+	for (int q = 1; q < 4; q++)
+		if ((double)m[PVM_M_MAX_Q + q] / 1e6 > out->max_late_ms)
+			out->max_late_ms = (double)m[PVM_M_MAX_Q + q] / 1e6;
 	mgj_num(&j, "window_s", (double)m[PVM_M_WINDOW_NS] / 1e9);
 	mgj_num(&j, "run_wall_s", (double)(mg_now_ns() - t0) / 1e9);
 	mgj_int(&j, "region_vmas_at_end", m[PVM_M_VMAS]);

@@ -71,7 +71,7 @@ mkdir -p "$OUT"
 
 # The guest's /etc/mmlocks/experiments, plus smaps-stress first. Its sizes are
 # given, so the mmlocks.quick=1 that shortens the experiments leaves it alone.
-EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | tr '\n' ,)
+EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | paste -sd, -)
 mkdir -p "$OUT/overlay/etc/mmlocks"
 {
 	cat "$HERE/experiments"
@@ -103,10 +103,12 @@ boot() { # boot NAME APPEND HOST_TIMEOUT
 	echo "$PROG: boot $1: back in $(( $(date +%s) - s0 )) s, run-qemu.sh exit $rc"
 	[ $rc = 0 ] && result ok "boot $1" || result FAIL "boot $1" "run-qemu.sh exit $rc (see $OUT/$1.runner.log)"
 }
-splats() { # splats NAME: the console must be a debug kernel's and clean
+splats() { # splats NAME: the guest must have run the debug kernel, its console be clean
 	local con=$OUT/$1.console.log n
-	if ! grep -q 'Lock dependency validator' "$con" 2>/dev/null; then
-		result FAIL "console $1" "no lockdep banner: not the debug kernel?"
+	# uname -r of the guest, and lockdep's boot banner.
+	if ! grep -q '"release":"[^"]*-debug"' "$OUT/$1.jsonl" 2>/dev/null ||
+	   ! grep -q 'Lock dependency validator' "$con"; then
+		result FAIL "console $1" "the guest did not report a -debug kernel with lockdep"
 		return
 	fi
 	n=$(grep -cE "$SPLATS" "$con")
@@ -143,10 +145,14 @@ for n in names:
           ": missing" if e is None else ": rc=%s in %s s%s" % (e.get("rc"), e.get("seconds"),
           ", timed out" if e.get("timeout") else "")))
 keys = ("targets", "reads_ok", "reads_target_gone", "reads_short", "reads_rss_below_stable",
-        "smaps_rollup_vma_locked", "smaps_rollup_mmap_locked", "smaps_rollup_mmap_fallback",
+        "lockdep_debug_locks", "smaps_rollup_vma_locked", "smaps_rollup_mmap_locked", "smaps_rollup_mmap_fallback",
         "smaps_rollup_mmap_drop", "smaps_rollup_vma_retry")
 if summary:
     print("      smaps-stress: " + ", ".join("%s=%s" % (k, summary.get(k)) for k in keys))
+# Lockdep must still be on after the stress: it switches itself off at its first report.
+dl = summary.get("lockdep_debug_locks")
+bad += dl != 1
+print("%-5s lockdep still on after smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
 sys.exit(1 if bad else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

@@ -229,7 +229,8 @@ def rows_of(e):
 
 # Summary keys shown in the table already, or not numbers a reader wants.
 SHOWN = {"type", "experiment", "metric", "unit", "before", "after", "ratio",
-         "published", "source", "goal", "pass", "before_label", "after_label"}
+         "published", "source", "goal", "pass", "before_label", "after_label",
+         "baseline_label"}
 
 
 def details(e):
@@ -280,7 +281,7 @@ def vcpus_of(e, meta):
 def plot(e, rundir):
     """If a summary record carries per-run arrays (KEY_before / KEY_after,
     and optionally KEY_after_as_traced: the after figures before a
-    correction), draw them with gnuplot into RUNDIR/<experiment>.svg and
+    correction, and KEY_baseline: a reference setting), draw them with gnuplot into RUNDIR/<experiment>.svg and
     return the Markdown that shows it (the book reads it through
     results/latest/)."""
     for s in e.summaries:
@@ -293,6 +294,9 @@ def plot(e, rundir):
             traced = s.get(k[:-len("_before")] + "_after_as_traced")
             if not isinstance(traced, list) or len(traced) != len(after):
                 traced = None
+            base = s.get(k[:-len("_before")] + "_baseline")
+            if not isinstance(base, list) or not base:
+                base = None
             if not shutil.which("gnuplot"):
                 return ""
             unit = s.get("unit") or ""
@@ -302,9 +306,10 @@ def plot(e, rundir):
                     b = before[i] if i < len(before) else "NaN"
                     a = after[i] if i < len(after) else "NaN"
                     t = traced[i] if traced else "NaN"
-                    f.write("%d %s %s %s\n" % (i + 1, b, a, t))
+                    r = base[i] if base and i < len(base) else "NaN"
+                    f.write("%d %s %s %s %s\n" % (i + 1, b, a, t, r))
             svg = os.path.join(rundir, e.name + ".svg")
-            gp = ("set terminal svg size 640,360 dynamic font 'sans,11'\n"
+            gp = ("set terminal svg size 640,360 dynamic font 'sans,11' noenhanced\n"
                   "set output '%s.tmp'\n"
                   "set logscale y\nset grid ytics\nset key outside bottom center horizontal\n"
                   "set xlabel 'run / scan'\nset ylabel '%s (%s, log scale)'\n"
@@ -318,6 +323,9 @@ def plot(e, rundir):
             if traced:
                 gp = gp.rstrip("\n") + (", '%s' using 1:4 with linespoints pt 4 dt 2 title '%s, as traced'\n" % (
                     dat, (s.get("after_label") or "after").replace("'", "")))
+            if base:
+                gp = gp.rstrip("\n") + (", '%s' using 1:5 with linespoints pt 6 dt 3 title '%s'\n" % (
+                    dat, (s.get("baseline_label") or "baseline").replace("'", "")))
             r = subprocess.run(["gnuplot"], input=gp, text=True, capture_output=True)
             if r.returncode != 0 or not os.path.exists(svg + ".tmp"):
                 return ""

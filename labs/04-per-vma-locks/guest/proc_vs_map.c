@@ -212,7 +212,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	int rep[2], go[2], stop[2], nscan = set == PVM_BASE ? 0 : (int)opt.scanners, err;
 	long long before[PVM_NCTR], after[PVM_NCTR];
 	bool hb[PVM_NCTR], ha[PVM_NCTR], ok;
-	struct live l = { .nscan = nscan };
+	struct live l = { 0 };
 	uint64_t t0 = mg_now_ns(), deadline = t0 + mc.seconds_ns + 120 * 1000000000ull;
 	struct mg_json j;
 
@@ -244,6 +244,8 @@ static int run_one(int sample, int set, struct pvm_run *out)
 		}
 		if (pid > 0)
 			l.kids[l.nkids++] = pid;
+		if (pid > 0 && i < nscan)
+			l.nscan++; /* the scanners actually started */
 		ok = pid > 0;
 	}
 	close(rep[1]), close(stop[0]);
@@ -297,6 +299,13 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	mgj_num(&j, "op_max_ms", out->max_ms);
 	mgj_num(&j, "op_p50_ms", (double)m[PVM_M_P50_NS] / 1e6);
 	mgj_num(&j, "op_p99_ms", out->p99_ms);
+	mgj_int(&j, "op_max_at_call", m[PVM_M_MAX_AT]);
+	mgj_str(&j, "op_max_call", m[PVM_M_MAX_MAP] ? "mmap" : "munmap");
+	mgj_num_array(&j, "op_max_ms_by_quarter", (const uint64_t *)&m[PVM_M_MAX_Q], 4, 1e6);
+	out->max_late_ms = 0;
+	for (int q = 1; q < 4; q++)
+		if ((double)m[PVM_M_MAX_Q + q] / 1e6 > out->max_late_ms)
+			out->max_late_ms = (double)m[PVM_M_MAX_Q + q] / 1e6;
 	mgj_num(&j, "window_s", (double)m[PVM_M_WINDOW_NS] / 1e9);
 	mgj_num(&j, "run_wall_s", (double)(mg_now_ns() - t0) / 1e9);
 	mgj_int(&j, "region_vmas_at_end", m[PVM_M_VMAS]);

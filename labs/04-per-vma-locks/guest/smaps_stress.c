@@ -58,8 +58,9 @@ static void usage(FILE *f)
 		"Checks: every rollup a read returns shows Rss >= the target's never-changing\n"
 		"region (%lu kB); a read of a dead target fails with ESRCH or ends early,\n"
 		"and is counted; on a quiet target both walks print the same rollup; the\n"
-		"per-VMA walk ran (smaps_rollup_vma_locked grew). Knobs are restored on exit,\n"
-		"SIGINT and SIGTERM.\n"
+		"per-VMA walk ran (smaps_rollup_vma_locked grew). On a lockdep kernel the\n"
+		"sample record also gives debug_locks from /proc/lockdep_stats (1: lockdep\n"
+		"still on, no lock splat so far). Knobs are restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
 		"  --seconds S   run time (1..3600, default 60; quick 8)\n"
 		"  --readers R   reader threads (1..8, default 2)\n"
@@ -256,6 +257,18 @@ static int read_counters(long long *v)
 	return 0;
 }
 
+/* debug_locks from /proc/lockdep_stats: 1 lockdep on, 0 off (after a splat), -1 no lockdep. */
+static long long lockdep_debug_locks(void)
+{
+	static char buf[8192];
+	const char *p;
+
+	if (mg_read_file("/proc/lockdep_stats", buf, sizeof(buf)) <= 0 ||
+	    !(p = strstr(buf, "debug_locks:")))
+		return -1;
+	return strtoll(p + strlen("debug_locks:"), NULL, 10);
+}
+
 /* ---- the quiet check: both walks print the same rollup ------------------ */
 
 static bool quiet_check(unsigned long long *locked)
@@ -395,6 +408,7 @@ int main(int argc, char **argv)
 	mgj_int(&j, "reads_short", (long long)n_short);
 	mgj_int(&j, "reads_overlapping_a_kill", (long long)n_overlap);
 	mgj_int(&j, "reads_rss_below_stable", (long long)n_bad);
+	mgj_int(&j, "lockdep_debug_locks", lockdep_debug_locks());
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		mgj_int(&j, counters[i], c1[i] - c0[i]);
 	for (int s = 0; s < 6; s++) {

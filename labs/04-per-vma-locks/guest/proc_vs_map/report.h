@@ -31,6 +31,7 @@ struct pvm_run {
 	int set;
 	double avg_ms, max_ms;	    /* the mapper's average and longest call */
 	double p99_ms;		    /* and its 99th percentile */
+	double max_late_ms;	    /* its longest call after the first quarter of the run */
 	long long ctr[PVM_NCTR];    /* counts in the measured window */
 	bool have[PVM_NCTR];	    /* whether the counter exists */
 	long long killed;	    /* children that had to be killed */
@@ -42,6 +43,7 @@ struct pvm_verdict {
 	double med[PVM_NSET], min[PVM_NSET], max[PVM_NSET]; /* of averages; max of maxima */
 	double med_max[PVM_NSET];			      /* median of the maxima */
 	double med_p99[PVM_NSET];			      /* median of the p99s */
+	double med_max_late[PVM_NSET];			      /* median of max_late_ms */
 	long long ctr[PVM_NSET][PVM_NCTR];		      /* sums over runs */
 	long long killed[PVM_NSET];
 	bool have_switch_ctr;

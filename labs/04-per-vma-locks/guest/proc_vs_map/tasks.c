@@ -165,6 +165,14 @@ void pvm_mapper(const struct pvm_mapper_cfg *c, int report_fd, int go_fd)
 			pvm_send(report_fd, PVM_MAPPER_FAILED, 0, v);
 			_exit(1);
 		}
+		if (t1 - t0 > lat.max) {
+			v[PVM_M_MAX_AT] = (int64_t)lat.count;
+			v[PVM_M_MAX_MAP] = map;
+		}
+		/* Where in the window the long calls fall (the first calls meet one big VMA). */
+		int64_t *q = &v[PVM_M_MAX_Q + (t0 - t_go) * 4 / c->seconds_ns % 4];
+		if ((int64_t)(t1 - t0) > *q)
+			*q = (int64_t)(t1 - t0);
 		mg_lat_add(&lat, t1 - t0);
 		v[map ? PVM_M_MAPS : PVM_M_UNMAPS]++;
 		v[PVM_M_SUM_NS] += (int64_t)(t1 - t0);

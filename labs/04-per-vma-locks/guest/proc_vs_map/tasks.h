@@ -49,11 +49,14 @@ enum pvm_kind {
 
 /* Mapper results in v[]. */
 enum { PVM_M_OPS, PVM_M_MAPS, PVM_M_UNMAPS, PVM_M_SUM_NS, PVM_M_MAX_NS, PVM_M_P50_NS,
-       PVM_M_P99_NS, PVM_M_WINDOW_NS, PVM_M_VMAS };
+       PVM_M_P99_NS, PVM_M_WINDOW_NS, PVM_M_VMAS,
+       PVM_M_MAX_AT,   /* which call (0 = the first) was the longest */
+       PVM_M_MAX_MAP,  /* and whether it was an mmap() (1) or a munmap() (0) */
+       PVM_M_MAX_Q };  /* 4 slots: the longest call of each quarter of the window */
 /* Scanner results in v[], after the PVM_SCAN_NR outcome counts. */
 enum { PVM_S_SUM_NS = PVM_SCAN_NR, PVM_S_MAX_NS, PVM_S_ERRNO };
 
-#define PVM_NV 12
+#define PVM_NV 16
 struct pvm_msg {
 	int32_t kind, id;
 	int64_t v[PVM_NV];

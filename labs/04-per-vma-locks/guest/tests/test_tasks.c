@@ -143,6 +143,11 @@ Test(tasks, scanner_stops_when_the_mapper_exits)
 	cr_assert_gt(mapper.v[PVM_M_OPS], 0);
 	cr_assert_eq(mapper.v[PVM_M_OPS], mapper.v[PVM_M_MAPS] + mapper.v[PVM_M_UNMAPS]);
 	cr_assert_geq(mapper.v[PVM_M_MAX_NS] * mapper.v[PVM_M_OPS], mapper.v[PVM_M_SUM_NS]);
+	cr_assert_lt(mapper.v[PVM_M_MAX_AT], mapper.v[PVM_M_OPS]);
+	int64_t qmax = 0;
+	for (int q = 0; q < 4; q++)
+		qmax = mapper.v[PVM_M_MAX_Q + q] > qmax ? mapper.v[PVM_M_MAX_Q + q] : qmax;
+	cr_assert_eq(qmax, mapper.v[PVM_M_MAX_NS], "the longest call is in one of the quarters");
 	cr_assert_geq(scan.v[PVM_SCAN_OK], 1);
 	/* Exactly one read met the exit, and it was not counted as a read. */
 	cr_assert_eq(scan.v[PVM_SCAN_GONE] + scan.v[PVM_SCAN_ESRCH], 1);

@@ -21,7 +21,7 @@ CRITERION = $(shell pkg-config --cflags --libs criterion)
 CORE = $(MODEL)/mm.c $(MODEL)/model.c $(MODEL)/khugepaged.c $(MODEL)/$(GIVEN)
 EXERCISE = $(SRC)/$(EXERCISED)
 
-.PHONY: all grader test grade model drift clean
+.PHONY: all grader test grade model drift mutants clean
 
 all: grader
 
@@ -31,12 +31,17 @@ grader:
 	$(CC) $(CFLAGS) -o $(BUILD)/grader grader/grader.c $(EXERCISE) $(CORE) $(CRITERION)
 
 # The solution under ASan+UBSan; src/ must match code/khugepaged (less the
-# TODO markers). (make test at the top also runs labs/tools/check-skeletons.)
+# TODO markers); every mutant in mutants/ (a plausible wrong solution) is
+# rejected. (make test at the top also runs labs/tools/check-skeletons.)
 test: drift
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) $(SAN) -o $(BUILD)/grader-san grader/grader.c $(EXERCISE) \
 		$(CORE) $(CRITERION)
 	$(BUILD)/grader-san --jobs 2
+	../tools/check-mutants .
+
+mutants:
+	../tools/check-mutants .
 
 drift:
 	@sed -E '/^[[:space:]]*\/\* (END )?TODO [0-9]+/d' src/$(EXERCISED) | \

@@ -35,6 +35,7 @@ for d in labs/[0-9][0-9]-*/; do
 done
 step "grade" labs/tools/grade-all
 step "cli" scripts/check-cli.sh
+step "solution-leaks" bash -c 'scripts/check-leaks.py --self-test && scripts/check-leaks.py'
 step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh

@@ -27,7 +27,8 @@ help: ## list the targets
 	@echo "mmlocks — make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | column -t -s'|'
 	@echo "Variables: VCPUS=N MEM=SIZE (guest size), GUEST=0 (make test without QEMU),"
-	@echo "           LAB=NN-slug SRC=dir (grade one lab's sources), TODO=N (skeletons),"
+	@echo "           LAB=NN or NN-slug, SRC=dir (grade/bench one lab with your sources),"
+	@echo "           ARGS='...' (bench options), TODO=N DST=dir (skeletons),"
 	@echo "           MMLOCKS_CACHE=dir (kernel source and build cache, default ~/.cache/mmlocks)"
 
 deps: ## install missing Debian packages (apt-get; root or sudo)
@@ -63,24 +64,39 @@ build/book.epub: FORCE $(DIAGRAMS) | plots
 FORCE:
 
 # ---------------------------------------------------------- models and labs
+# LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).
+LAB_DIR := $(if $(LAB),$(firstword $(wildcard labs/$(LAB)/Makefile labs/$(LAB)-*/Makefile)))
+LAB_DIR := $(patsubst %/Makefile,%,$(LAB_DIR))
+check-lab = $(if $(LAB),$(if $(LAB_DIR),,$(error LAB=$(LAB): no such lab (labs: $(notdir $(LAB_DIRS))))))
 code: ## build the userspace models, tests and benchmarks
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d all || exit 1; done
 
-labs: ## build the lab graders (solutions) and student skeletons
+labs: ## the labs only: graders (solutions), mutation suites' tools, skeletons in work/
 	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -C $$d grader || exit 1; done
 	@$(MAKE) --no-print-directory skeletons
 
-bench: ## run the models' benchmarks (prints numbers)
+bench: ## the models' benchmarks; LAB=NN [SRC=dir] [ARGS='...']: one lab's, with your sources
+	$(check-lab)
+ifeq ($(LAB),)
+	@[ -z "$(SRC)" ] || { echo "make bench: SRC= needs LAB=NN (which lab's benchmark?)" >&2; exit 2; }
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d bench || exit 1; done
+else
+	@$(MAKE) --no-print-directory -C $(LAB_DIR) bench $(if $(SRC),SRC=$(abspath $(SRC))) $(if $(ARGS),ARGS='$(subst ','\'',$(ARGS))')
+endif
 
-grade: ## grade the labs: LAB=NN-slug to pick one, SRC=dir for your own sources
-	@labs/tools/grade-all $(if $(LAB),--lab $(LAB)) $(if $(SRC),--src $(abspath $(SRC)))
+grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
+	$(check-lab)
+	@labs/tools/grade-all $(if $(LAB),--lab $(notdir $(LAB_DIR))) $(if $(SRC),--src $(abspath $(SRC)))
 
-skeletons: ## student skeletons in build/skeletons/ (TODO=N keeps steps < N solved)
-	@for d in $(LAB_DIRS); do \
-	  labs/tools/mkskel --todo $(or $(TODO),1) $$d/src build/skeletons/$$(basename $$d)/src || exit 1; \
+# Student work lives outside build/ (make clean never touches it): an
+# existing folder is never overwritten; DST=other gives a fresh skeleton.
+skeletons: ## student skeletons in work/NN-slug/ (LAB=NN, TODO=N keeps steps < N, DST=dir)
+	$(check-lab)
+	@for d in $(or $(LAB_DIR),$(LAB_DIRS)); do \
+	  dst=$(or $(DST),work)/$$(basename $$d); \
+	  if [ -e "$$dst" ]; then echo "skeletons: kept $$dst (it exists: your work?); DST=dir for a fresh one"; \
+	  else labs/tools/mkskel --todo $(or $(TODO),1) $$d/src "$$dst" || exit 1; fi; \
 	done
-	@echo "skeletons: build/skeletons/*/src (TODO=$(or $(TODO),1))"
 
 # ------------------------------------------------------------ the kernel
 kernel: deps ## build the patched 6.12 kernel (cached in $(MMLOCKS_CACHE))

@@ -40,7 +40,7 @@ book: build/book.html build/book.epub ## build/book.html (single file) and build
 
 build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
-	dot -Tsvg $< -o $@.tmp && mv $@.tmp $@
+	dot -Tsvg $< | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@	# no DTD: EPUB 3 forbids it
 
 plots: ## the models' plots (gnuplot SVGs in build/plots/)
 	@for d in $(CODE_DIRS); do \
@@ -59,7 +59,7 @@ build/book.epub: FORCE $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
-	  -t epub3 -o $@.tmp && mv $@.tmp $@
+	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && mv $@.tmp $@
 
 FORCE:
 

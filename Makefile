@@ -14,7 +14,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book code labs kernel image qemu reproduce test grade \
+.PHONY: all help deps book pdf code labs kernel image qemu reproduce test grade \
 	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
@@ -35,8 +35,8 @@ deps: ## install missing Debian packages (apt-get; root or sudo)
 	@scripts/deps.sh
 
 # ---------------------------------------------------------------- the book
-book: build/book.html build/book.epub ## build/book.html (single file) and build/book.epub
-	@echo "book: build/book.html build/book.epub"
+book: build/book.html build/book.epub build/book.pdf ## build/book.html (single file), build/book.epub and build/book.pdf
+	@echo "book: build/book.html build/book.epub build/book.pdf"
 
 build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
@@ -60,6 +60,21 @@ build/book.epub: FORCE $(DIAGRAMS) | plots
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
 	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && mv $@.tmp $@
+
+# The PDF: headless Chromium prints the HTML with book.css's print rules
+# (chapters on new pages, page numbers, tables whole) and an outline.
+pdf: build/book.pdf ## build/book.pdf (headless Chromium prints build/book.html)
+	@echo "pdf: build/book.pdf"
+
+build/book.pdf: build/book.html scripts/book/print.css
+	@command -v chromium >/dev/null || { echo "make pdf: chromium not found (make deps)" >&2; exit 2; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sed 's|</head>|<style>'"$$(tr '\n' ' ' <scripts/book/print.css)"'</style></head>|' \
+	  build/book.html >"$$tmp/book.html" && \
+	timeout 180 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$$tmp/profile" \
+	  --no-pdf-header-footer --generate-pdf-document-outline \
+	  --print-to-pdf="$(TOP)/$@.tmp" "file://$$tmp/book.html" 2>/dev/null && \
+	[ -s $@.tmp ] && mv $@.tmp $@
 
 FORCE:
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """browser-check: open the book in headless Chromium and fail on what a reader would see wrong.
 
-Usage: browser-check.py [--html FILE] [--out DIR] [--help]
+Usage: browser-check.py [--html FILE] [--out DIR] [--self-test] [--help]
   --html FILE   the page (default build/book.html)
   --out DIR     where the screenshots go (default build/browser)
+  --self-test   check a small page with one problem of each kind and
+                require that every kind is reported
 Loads the page at 1280 x 800 (desktop) and at 390 x 844 (a phone, emulated
 through the DevTools protocol over a pipe) and reports, one line each: a
 broken '#' link, an image that does not decode, a console error or uncaught
@@ -145,27 +147,67 @@ def check_view(chrome, url, name, width, height, mobile, out):
     return problems
 
 
+BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title></head><body>
+<p><a href="#nowhere">a broken link</a></p>
+<p><img src="data:image/png;base64,AAAA" alt="broken"></p>
+<p><img src="http://mmlocks.invalid/x.png" alt="outside"></p>
+<table><tr><td style="white-space: nowrap">%s</td></tr></table>
+<pre style="overflow-x: auto">%s</pre>
+<script>console.error("a console error");</script>
+</body></html>""" % ("wide " * 200, "long " * 200)
+KINDS = ("broken # link", "image does not decode", "request outside the file",
+         "wider than its column", "page wider than the viewport", "console error")
+
+
+def self_test(out):
+    with tempfile.TemporaryDirectory(prefix="browser-check-self.") as d:
+        page = os.path.join(d, "bad.html")
+        with open(page, "w") as f:
+            f.write(BAD_PAGE)
+        import contextlib
+        import io
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = run(page, d)
+        text = buf.getvalue()
+        missed = [k for k in KINDS if k not in text]
+        sys.stdout.write(text)
+        ok = rc == 1 and not missed
+        print("browser-check self-test: " + ("ok" if ok else "FAIL, not reported: " + ", ".join(missed)))
+        return 0 if ok else 1
+
+
 def main(argv):
     html, out = os.path.join(TOP, "build", "book.html"), os.path.join(TOP, "build", "browser")
     args = list(argv)
+    test = False
     while args:
         a = args.pop(0)
         if a in ("-h", "--help"):
             sys.stdout.write(__doc__.split("\n", 2)[2])
             return 0
+        if a == "--self-test":
+            test = True
+            continue
         if a in ("--html", "--out") and args:
             v = os.path.abspath(args.pop(0))
             html, out = (v, out) if a == "--html" else (html, v)
         else:
             sys.stderr.write(f"browser-check: bad argument '{a}'\n" + __doc__.split("\n", 2)[2])
             return 2
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
         sys.stderr.write("browser-check: chromium not found (scripts/deps.sh installs it)\n")
         return 2
+    if test:
+        return self_test(out)
     if not os.path.isfile(html):
         sys.stderr.write(f"browser-check: {html} not found (make book)\n")
         return 2
+    return run(html, out)
+
+
+def run(html, out):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(out, exist_ok=True)
     total = 0
     with tempfile.TemporaryDirectory(prefix="browser-check.") as profile:

@@ -51,7 +51,40 @@
       bad("wider than its column, no cue", describe(el) + " " + el.scrollWidth +
           " px in " + Math.round(col.width) + " px");
   });
-  /* 4. The page is not wider than the viewport. */
+  /* 4. Code tokens are legible: >= 4.5:1 against the listing's background. */
+  function rgb(c) {
+    var m = c.match(/rgba?\(([\d.]+), ([\d.]+), ([\d.]+)(?:, ([\d.]+))?\)/);
+    return m ? { v: [+m[1], +m[2], +m[3]], a: m[4] === undefined ? 1 : +m[4] } : null;
+  }
+  function lum(v) {
+    var c = v.map(function (x) {
+      x /= 255;
+      return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+  function background(el) {
+    for (var p = el; p; p = p.parentElement) {
+      var b = rgb(getComputedStyle(p).backgroundColor);
+      if (b && b.a > 0.5) return b.v;
+    }
+    return [255, 255, 255];
+  }
+  var worstByClass = {};
+  document.querySelectorAll("pre code span[class]").forEach(function (sp) {
+    if (!sp.textContent.trim()) return;
+    var fg = rgb(getComputedStyle(sp).color), bg = background(sp);
+    if (!fg) return;
+    var a = lum(fg.v), b = lum(bg), ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    var k = sp.className;
+    if (ratio < 4.5 && (!worstByClass[k] || ratio < worstByClass[k].r))
+      worstByClass[k] = { r: ratio, fg: getComputedStyle(sp).color, bg: "rgb(" + bg.join(", ") + ")" };
+  });
+  Object.keys(worstByClass).forEach(function (k) {
+    var x = worstByClass[k];
+    bad("low contrast", "code span." + k + " " + x.r.toFixed(2) + ":1 (" + x.fg + " on " + x.bg + ")");
+  });
+  /* 5. The page is not wider than the viewport. */
   var pw = document.documentElement.scrollWidth;
   if (pw > w + 1) {
     var worst = null;

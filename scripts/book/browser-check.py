@@ -6,13 +6,15 @@ Usage: browser-check.py [--html FILE] [--out DIR] [--self-test] [--help]
   --out DIR     where the screenshots go (default build/browser)
   --self-test   check a small page with one problem of each kind and
                 require that every kind is reported
-Loads the page at 1280 x 800 (desktop) and at 390 x 844 (a phone, emulated
-through the DevTools protocol over a pipe) and reports, one line each: a
+Loads the page at 1280 x 800 (desktop), at 390 x 844 (a phone, emulated
+through the DevTools protocol over a pipe) and at 1280 x 800 in dark mode,
+and reports, one line each: a
 broken '#' link, an image that does not decode, a console error or uncaught
 exception, a request for anything outside the file, a table or listing
-wider than its column without a visible scroll cue, a page wider than the
-viewport. Saves DIR/book-1280.png and DIR/book-390.png (the first screen)
-for a person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
+wider than its column without a visible scroll cue, a code token with
+less than 4.5:1 contrast on its background, a page wider than the
+viewport. Saves DIR/book-1280.png, book-390.png and book-1280-dark.png
+(the first screen) for a person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
 bad usage or when Chromium is missing. Every wait is bounded (60 s).
 """
 import base64
@@ -28,7 +30,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.realpath(os.path.join(HERE, "..", ".."))
-VIEWS = [("1280", 1280, 800, False), ("390", 390, 844, True)]
+# name, width, height, mobile, colour scheme
+VIEWS = [("1280", 1280, 800, False, "light"), ("390", 390, 844, True, "light"),
+         ("1280-dark", 1280, 800, False, "dark")]
 TIMEOUT = 60
 
 
@@ -107,7 +111,7 @@ class Chrome:
             self.proc.kill()
 
 
-def check_view(chrome, url, name, width, height, mobile, out):
+def check_view(chrome, url, name, width, height, mobile, scheme, out):
     problems = []
     target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     s = chrome.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -115,6 +119,8 @@ def check_view(chrome, url, name, width, height, mobile, out):
         chrome.send(f"{domain}.enable", session=s)
     chrome.send("Emulation.setDeviceMetricsOverride",
                 {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}, s)
+    chrome.send("Emulation.setEmulatedMedia",
+                {"features": [{"name": "prefers-color-scheme", "value": scheme}]}, s)
     chrome.send("Page.navigate", {"url": url}, s)
     chrome.wait_event("Page.loadEventFired", s)
     js = open(os.path.join(HERE, "browser-check.js")).read()
@@ -148,6 +154,7 @@ def check_view(chrome, url, name, width, height, mobile, out):
 
 
 BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title></head><body>
+<pre><code><span class="kw" style="color: #777">faint</span></code></pre>
 <p><a href="#nowhere">a broken link</a></p>
 <p><img src="data:image/png;base64,AAAA" alt="broken"></p>
 <p><img src="http://mmlocks.invalid/x.png" alt="outside"></p>
@@ -156,7 +163,8 @@ BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title
 <script>console.error("a console error");</script>
 </body></html>""" % ("wide " * 200, "long " * 200)
 KINDS = ("broken # link", "image does not decode", "request outside the file",
-         "wider than its column", "page wider than the viewport", "console error")
+         "wider than its column", "page wider than the viewport", "console error",
+         "low contrast")
 
 
 def self_test(out):
@@ -213,8 +221,8 @@ def run(html, out):
     with tempfile.TemporaryDirectory(prefix="browser-check.") as profile:
         chrome = Chrome(exe, profile)
         try:
-            for name, w, h, mobile in VIEWS:
-                for p in check_view(chrome, "file://" + html, name, w, h, mobile, out):
+            for name, w, h, mobile, scheme in VIEWS:
+                for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out):
                     print(f"  {name} px: {p}")
                     total += 1
         except (TimeoutError, EOFError, RuntimeError) as e:
@@ -222,7 +230,7 @@ def run(html, out):
             return 1
         finally:
             chrome.close()
-    print(f"browser-check: {total} problem(s); screenshots {out}/book-1280.png, book-390.png")
+    print(f"browser-check: {total} problem(s); screenshots {out}/book-{{1280,390,1280-dark}}.png")
     return 1 if total else 0
 
 

@@ -86,7 +86,7 @@ check-lab = $(if $(LAB),$(if $(LAB_DIR),,$(error LAB=$(LAB): no such lab (labs: 
 code: ## build the userspace models, tests and benchmarks
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d all || exit 1; done
 
-labs: ## the labs only: graders (solutions), mutation suites' tools, skeletons in work/
+labs: ## the labs only: graders (solutions) and skeletons in work/ (no kernel, no QEMU)
 	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -C $$d grader || exit 1; done
 	@$(MAKE) --no-print-directory skeletons
 

@@ -14,7 +14,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book code labs kernel image qemu reproduce test grade \
+.PHONY: all help deps book pdf code labs kernel image qemu reproduce test grade \
 	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
@@ -27,19 +27,20 @@ help: ## list the targets
 	@echo "mmlocks — make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | column -t -s'|'
 	@echo "Variables: VCPUS=N MEM=SIZE (guest size), GUEST=0 (make test without QEMU),"
-	@echo "           LAB=NN-slug SRC=dir (grade one lab's sources), TODO=N (skeletons),"
+	@echo "           LAB=NN or NN-slug, SRC=dir (grade/bench one lab with your sources),"
+	@echo "           ARGS='...' (bench options), TODO=N DST=dir (skeletons),"
 	@echo "           MMLOCKS_CACHE=dir (kernel source and build cache, default ~/.cache/mmlocks)"
 
 deps: ## install missing Debian packages (apt-get; root or sudo)
 	@scripts/deps.sh
 
 # ---------------------------------------------------------------- the book
-book: build/book.html build/book.epub ## build/book.html (single file) and build/book.epub
-	@echo "book: build/book.html build/book.epub"
+book: build/book.html build/book.epub build/book.pdf ## build/book.html (single file), build/book.epub and build/book.pdf
+	@echo "book: build/book.html build/book.epub build/book.pdf"
 
 build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
-	dot -Tsvg $< -o $@.tmp && mv $@.tmp $@
+	dot -Tsvg $< | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@	# no DTD: EPUB 3 forbids it
 
 plots: ## the models' plots (gnuplot SVGs in build/plots/)
 	@for d in $(CODE_DIRS); do \
@@ -58,29 +59,59 @@ build/book.epub: FORCE $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
-	  -t epub3 -o $@.tmp && mv $@.tmp $@
+	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && mv $@.tmp $@
+
+# The PDF: headless Chromium prints the HTML with book.css's print rules
+# (chapters on new pages, page numbers, tables whole) and an outline.
+pdf: build/book.pdf ## build/book.pdf (headless Chromium prints build/book.html)
+	@echo "pdf: build/book.pdf"
+
+build/book.pdf: build/book.html scripts/book/print.css
+	@command -v chromium >/dev/null || { echo "make pdf: chromium not found (make deps)" >&2; exit 2; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	sed 's|</head>|<style>'"$$(tr '\n' ' ' <scripts/book/print.css)"'</style></head>|' \
+	  build/book.html >"$$tmp/book.html" && \
+	timeout 180 chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$$tmp/profile" \
+	  --no-pdf-header-footer --generate-pdf-document-outline \
+	  --print-to-pdf="$(TOP)/$@.tmp" "file://$$tmp/book.html" 2>/dev/null && \
+	[ -s $@.tmp ] && mv $@.tmp $@
 
 FORCE:
 
 # ---------------------------------------------------------- models and labs
+# LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).
+LAB_DIR := $(if $(LAB),$(firstword $(wildcard labs/$(LAB)/Makefile labs/$(LAB)-*/Makefile)))
+LAB_DIR := $(patsubst %/Makefile,%,$(LAB_DIR))
+check-lab = $(if $(LAB),$(if $(LAB_DIR),,$(error LAB=$(LAB): no such lab (labs: $(notdir $(LAB_DIRS))))))
 code: ## build the userspace models, tests and benchmarks
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d all || exit 1; done
 
-labs: ## build the lab graders (solutions) and student skeletons
+labs: ## the labs only: graders (solutions) and skeletons in work/ (no kernel, no QEMU)
 	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -C $$d grader || exit 1; done
 	@$(MAKE) --no-print-directory skeletons
 
-bench: ## run the models' benchmarks (prints numbers)
+bench: ## the models' benchmarks; LAB=NN [SRC=dir] [ARGS='...']: one lab's, with your sources
+	$(check-lab)
+ifeq ($(LAB),)
+	@[ -z "$(SRC)" ] || { echo "make bench: SRC= needs LAB=NN (which lab's benchmark?)" >&2; exit 2; }
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d bench || exit 1; done
+else
+	@$(MAKE) --no-print-directory -C $(LAB_DIR) bench $(if $(SRC),SRC=$(abspath $(SRC))) $(if $(ARGS),ARGS='$(subst ','\'',$(ARGS))')
+endif
 
-grade: ## grade the labs: LAB=NN-slug to pick one, SRC=dir for your own sources
-	@labs/tools/grade-all $(if $(LAB),--lab $(LAB)) $(if $(SRC),--src $(abspath $(SRC)))
+grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
+	$(check-lab)
+	@labs/tools/grade-all $(if $(LAB),--lab $(notdir $(LAB_DIR))) $(if $(SRC),--src $(abspath $(SRC)))
 
-skeletons: ## student skeletons in build/skeletons/ (TODO=N keeps steps < N solved)
-	@for d in $(LAB_DIRS); do \
-	  labs/tools/mkskel --todo $(or $(TODO),1) $$d/src build/skeletons/$$(basename $$d)/src || exit 1; \
+# Student work lives outside build/ (make clean never touches it): an
+# existing folder is never overwritten; DST=other gives a fresh skeleton.
+skeletons: ## student skeletons in work/NN-slug/ (LAB=NN, TODO=N keeps steps < N, DST=dir)
+	$(check-lab)
+	@for d in $(or $(LAB_DIR),$(LAB_DIRS)); do \
+	  dst=$(or $(DST),work)/$$(basename $$d); \
+	  if [ -e "$$dst" ]; then echo "skeletons: kept $$dst (it exists: your work?); DST=dir for a fresh one"; \
+	  else labs/tools/mkskel --todo $(or $(TODO),1) $$d/src "$$dst" || exit 1; fi; \
 	done
-	@echo "skeletons: build/skeletons/*/src (TODO=$(or $(TODO),1))"
 
 # ------------------------------------------------------------ the kernel
 kernel: deps ## build the patched 6.12 kernel (cached in $(MMLOCKS_CACHE))

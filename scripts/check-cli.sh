@@ -14,7 +14,7 @@ progs=(
   labs/tools/mkskel labs/tools/grade labs/tools/grade-all labs/tools/check-skeletons
   labs/kernel/linux-source.sh
   scripts/reference.sh scripts/reference-bench.sh scripts/book/check-numbers.py scripts/book/check-refs.sh
-  labs/04-per-vma-locks/mutants/check-mutants
+  labs/tools/check-mutants scripts/check-leaks.py scripts/book/epub-titles.py scripts/book/browser-check.py
 )
 # Programs that exist only once their part is built; each line: PATH.
 while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(

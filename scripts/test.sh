@@ -35,10 +35,34 @@ for d in labs/[0-9][0-9]-*/; do
 done
 step "grade" labs/tools/grade-all
 step "cli" scripts/check-cli.sh
+step "solution-leaks" bash -c 'scripts/check-leaks.py --self-test && scripts/check-leaks.py'
+# The instructors' appendix lists every lab's wrong answers, or points at
+# the lab's mutants/ folder for them.
+appendix_mutants() {
+  local app=chapters/99-instructors.md bad=0 d p n
+  for d in labs/[0-9][0-9]-*/mutants/; do
+    grep -qF "${d%/}/" "$app" && continue
+    for p in "$d"*.patch; do
+      n=$(basename "$p" .patch)
+      grep -qF "\`$n\`" "$app" || { echo "$app does not list $p"; bad=1; }
+    done
+  done
+  [ $bad -eq 0 ] && echo "every mutant is listed in $app"
+}
+step "appendix-mutants" appendix_mutants
 step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
 step "book" make --no-print-directory book
+# EPUB 3 validity: Debian's epubcheck (its /usr/bin wrapper needs binfmt
+# for jars, so call the jar through java where it is installed).
+epub_check() {
+  local jar=/usr/share/java/epubcheck.jar
+  if [ -f "$jar" ]; then timeout 600 java -jar "$jar" build/book.epub
+  else timeout 600 epubcheck build/book.epub; fi
+}
+step "epubcheck" epub_check
+step "browser" bash -c 'scripts/book/browser-check.py --self-test && scripts/book/browser-check.py'
 step "kernel-scripts" labs/kernel/selftests/test-host.sh
 if [ "$GUEST" != 0 ]; then
   step "kernel" labs/kernel/build.sh

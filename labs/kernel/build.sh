@@ -151,10 +151,16 @@ publish() { # copy the image set to $OUT atomically per file
 	mkdir -p "$OUT"
 	local f
 	for f in bzImage config kernelrelease; do
-		cp "$IMG/$f" "$OUT/.$f.tmp.$$"
+		if [ $f = kernelrelease ]; then
+			# Images cached by an older build.sh may carry make's
+			# "Entering directory" lines (MAKEFLAGS -w): drop them.
+			grep -v '^make\[[0-9]*\]: ' "$IMG/$f" >"$OUT/.$f.tmp.$$" || true
+		else
+			cp "$IMG/$f" "$OUT/.$f.tmp.$$"
+		fi
 		mv -f "$OUT/.$f.tmp.$$" "$OUT/$f"
 	done
-	say "done: $OUT/bzImage (Linux $(cat "$IMG/kernelrelease"), Debian linux-source-6.12 $PKGVER, key $KEY, ${#PATCHES[@]} patches)"
+	say "done: $OUT/bzImage (Linux $(cat "$OUT/kernelrelease"), Debian linux-source-6.12 $PKGVER, key $KEY, ${#PATCHES[@]} patches)"
 }
 
 if [ -f "$IMG/bzImage" ] && [ -f "$IMG/kernelrelease" ] && [ -f "$IMG/config" ]; then
@@ -286,7 +292,9 @@ if [ -n "$warn" ]; then
 	echo "$warn" >&2
 	die "build produced warnings (full log: $LOG)"
 fi
-REL=$("${MAKE[@]}" -s kernelrelease)
+# --no-print-directory: under `make kernel` MAKEFLAGS carries -w, whose
+# "Entering directory" lines would end up in the release string.
+REL=$("${MAKE[@]}" -s --no-print-directory kernelrelease)
 say "build: finished in $(( $(date +%s) - start )) s, kernelrelease $REL"
 
 mkdir -p "$CACHE/images"

@@ -1,7 +1,8 @@
 # khugepaged-lab.mk: the Makefile body shared by the labs that exercise one
 # file of code/khugepaged. A lab sets LAB, EXERCISED (its file in $(SRC),
 # the solution of which is code/khugepaged/$(EXERCISED)) and GIVEN (the
-# other policy file, taken from the model), then includes this.
+# other policy file, taken from the model) and BENCH_ARGS (what `make bench`
+# runs the model's driver with when ARGS is not given), then includes this.
 SRC ?= src
 BUILD ?= ../../build/labs/$(LAB)
 MODEL = ../../code/khugepaged
@@ -20,8 +21,12 @@ CRITERION = $(shell pkg-config --cflags --libs criterion)
 # Everything but the exercised file comes from code/khugepaged.
 CORE = $(MODEL)/mm.c $(MODEL)/model.c $(MODEL)/khugepaged.c $(MODEL)/$(GIVEN)
 EXERCISE = $(SRC)/$(EXERCISED)
+# One driver binary per source folder, so your work and a fresh skeleton do
+# not overwrite each other's.
+TAG = $(subst /,_,$(patsubst /%,%,$(abspath $(SRC))))
+REFERENCE = $(if $(filter src,$(SRC)),echo "(using the reference solution in src/; SRC=dir for yours)")
 
-.PHONY: all grader test grade model drift clean
+.PHONY: all grader test grade model bench drift mutants clean
 
 all: grader
 
@@ -31,12 +36,17 @@ grader:
 	$(CC) $(CFLAGS) -o $(BUILD)/grader grader/grader.c $(EXERCISE) $(CORE) $(CRITERION)
 
 # The solution under ASan+UBSan; src/ must match code/khugepaged (less the
-# TODO markers). (make test at the top also runs labs/tools/check-skeletons.)
+# TODO markers); every mutant in mutants/ (a plausible wrong solution) is
+# rejected. (make test at the top also runs labs/tools/check-skeletons.)
 test: drift
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) $(SAN) -o $(BUILD)/grader-san grader/grader.c $(EXERCISE) \
 		$(CORE) $(CRITERION)
 	$(BUILD)/grader-san --jobs 2
+	../tools/check-mutants .
+
+mutants:
+	../tools/check-mutants .
 
 drift:
 	@sed -E '/^[[:space:]]*\/\* (END )?TODO [0-9]+/d' src/$(EXERCISED) | \
@@ -44,15 +54,19 @@ drift:
 		{ echo "src/$(EXERCISED) differs from $(MODEL)/$(EXERCISED) beyond TODO markers"; exit 1; }
 
 grade: grader
-	@if [ -x ../tools/grade ]; then ../tools/grade $(LAB) $(BUILD)/grader; \
-	else echo "labs/tools/grade not found; running the grader directly"; \
-	     $(BUILD)/grader --jobs 2; fi
+	@$(REFERENCE)
+	@../tools/grade $(LAB) $(BUILD)/grader
 
-# Predict-then-measure: the model's driver, running your $(EXERCISED).
+# Predict-then-measure: the model's driver, running $(SRC)/$(EXERCISED).
 model:
-	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -o $(BUILD)/khugepaged_model $(MODEL)/driver.c $(EXERCISE) $(CORE) -lm
-	@echo "run: $(BUILD)/khugepaged_model --help"
+	@$(REFERENCE)
+	@mkdir -p $(BUILD)/bench/$(TAG)
+	$(CC) $(CFLAGS) -o $(BUILD)/bench/$(TAG)/khugepaged_model $(MODEL)/driver.c $(EXERCISE) $(CORE) -lm
+	@ln -sfn bench/$(TAG)/khugepaged_model $(BUILD)/khugepaged_model	# the last one built
+	@echo "run: $(BUILD)/bench/$(TAG)/khugepaged_model --help"
+
+bench: model
+	$(BUILD)/bench/$(TAG)/khugepaged_model $(or $(ARGS),$(BENCH_ARGS))
 
 clean:
 	rm -rf $(BUILD)

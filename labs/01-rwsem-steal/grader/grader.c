@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "rwsem_internal.h"
 #include "stress.h"
 
 /*
@@ -13,6 +14,36 @@
 
 /* Test names start with todoN_: the skeleton checker maps them to steps. */
 TestSuite(lab01, .init = harness_watchdog);
+
+/* No writer in these tests waits long enough to set HANDOFF. */
+#define NO_HANDOFF_NS (3600LL * 1000000000LL)
+
+/*
+ * The test thread itself holds the write lock and releases it in two
+ * halves, as up_write() does: first the count (the lock is free from
+ * here on), then rwsem_wake(). Between the halves the waiters are still
+ * queued: the window in which a reader can find WAITERS set and no
+ * writer. Returns the count before the release.
+ */
+static long up_write_count_only(struct rw_semaphore *sem)
+{
+	rwsem_clear_owner(sem);
+	return atomic_fetch_sub(&sem->count, RWSEM_WRITER_LOCKED);
+}
+
+/* Reader R's down_read() returned without queueing (true) or queued. */
+static bool took_without_queueing(struct actor *r)
+{
+	return actor_wait(r, EVBIT(EV_DONE) | EVBIT(RWSEM_HOOK_READ_QUEUED)) == EV_DONE;
+}
+
+/* Q: a reader queued behind the test thread's write lock. */
+static void queue_reader_behind_test_writer(struct harness *h, struct actor *q)
+{
+	down_write(&h->sem);
+	actor_do(q, CMD_DOWN_READ);
+	actor_expect(q, RWSEM_HOOK_READ_QUEUED);
+}
 
 /* A holds the lock, W queued, B arrives: B would be the second reader. */
 Test(lab01, todo1_second_reader_queues_behind_writer)
@@ -36,6 +67,52 @@ Test(lab01, todo1_lone_reader_still_steals)
 	cr_assert(res.reader_stole, "a lone re-taking reader should steal under STEAL");
 	cr_assert_eq(res.steals, 1);
 	cr_assert_lt(res.r_seq, res.w_seq);
+}
+
+/*
+ * A writer has just released the lock (owner cleared), reader B is in the
+ * slowpath with its bias counted, Q is queued. C arrives: rcnt is 2 but
+ * the owner is not RWSEM_READER_OWNED, so 6.12's guard does not apply
+ * and C steals.
+ */
+Test(lab01, todo1_guard_needs_a_reader_owner)
+{
+	struct harness h;
+	struct actor q, b, c;
+	long steals;
+
+	harness_init(&h, RWSEM_STEAL, NO_HANDOFF_NS);
+	actor_start(&q, &h, "Q");
+	actor_start(&b, &h, "B");
+	actor_start(&c, &h, "C");
+	queue_reader_behind_test_writer(&h, &q);
+	up_write_count_only(&h.sem);
+
+	actor_arm(&b, RWSEM_HOOK_READ_SLOWPATH);
+	actor_do(&b, CMD_DOWN_READ);
+	actor_expect(&b, RWSEM_HOOK_READ_SLOWPATH);	/* B's bias is in, no decision yet */
+	cr_assert_not(atomic_load(&h.sem.owner) & RWSEM_READER_OWNED);
+
+	actor_do(&c, CMD_DOWN_READ);			/* rcnt == 2, owner not a reader */
+	cr_assert(took_without_queueing(&c),
+		  "C queued: the guard must only fire when sem->owner has RWSEM_READER_OWNED");
+	steals = rwsem_event(&h.sem, LOCKEVENT_rwsem_rlock_steal);
+	cr_assert_eq(steals, 1, "rwsem_rlock_steal = %ld, want 1", steals);
+
+	actor_release(&b);				/* B: a lone reader again, steals */
+	actor_expect(&b, EV_DONE);
+	rwsem_wake(&h.sem);				/* the rest of up_write() */
+	actor_expect(&q, EV_DONE);
+	actor_do(&b, CMD_UP_READ);
+	actor_do(&c, CMD_UP_READ);
+	actor_do(&q, CMD_UP_READ);
+	actor_expect(&b, EV_DONE);
+	actor_expect(&c, EV_DONE);
+	actor_expect(&q, EV_DONE);
+	actor_stop(&q);
+	actor_stop(&b);
+	actor_stop(&c);
+	harness_fini(&h);
 }
 
 Test(lab01, todo2_nosteal_retake_lets_writer_go_first)
@@ -85,4 +162,105 @@ Test(lab01, todo3_writer_first_keeps_mutual_exclusion)
 	cr_assert_eq(res.violations + res.torn_reads, 0, "mutual exclusion broken");
 	cr_assert_eq(res.final_count, 0);
 	cr_assert_eq(res.waiters_left, 0);
+}
+
+/*
+ * Queue [Q reader, W writer]; the test thread's write lock is released
+ * but not yet woken (see up_write_count_only()). B arrives: the first
+ * waiter is a reader, not a writer, so WRITER_FIRST steals, and B, the
+ * first reader in, takes Q along.
+ */
+Test(lab01, todo3_writer_first_steals_when_a_reader_is_first)
+{
+	struct harness h;
+	struct actor q, w, b;
+	long steals;
+	bool stole;
+
+	harness_init(&h, RWSEM_WRITER_FIRST, NO_HANDOFF_NS);
+	actor_start(&q, &h, "Q");
+	actor_start(&w, &h, "W");
+	actor_start(&b, &h, "B");
+	queue_reader_behind_test_writer(&h, &q);
+	actor_do(&w, CMD_DOWN_WRITE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_SLEEP);	/* queue: Q, W */
+	cr_assert(up_write_count_only(&h.sem) & RWSEM_FLAG_WAITERS);
+
+	actor_do(&b, CMD_DOWN_READ);
+	stole = took_without_queueing(&b);
+	steals = rwsem_event(&h.sem, LOCKEVENT_rwsem_rlock_steal);
+	cr_assert(stole, "B queued, but the first waiter is a reader: only a writer "
+		  "at the head of the queue stops a WRITER_FIRST steal");
+	cr_assert_eq(steals, 1, "rwsem_rlock_steal = %ld, want 1", steals);
+
+	actor_expect(&q, EV_DONE);			/* B took Q along */
+	rwsem_wake(&h.sem);				/* the rest of up_write(): W retries, fails */
+	actor_do(&b, CMD_UP_READ);
+	actor_expect(&b, EV_DONE);
+	actor_do(&q, CMD_UP_READ);			/* last reader out: W */
+	actor_expect(&q, EV_DONE);
+	actor_expect(&w, EV_DONE);
+	cr_assert_lt(b.acquired_at, w.acquired_at);
+	actor_do(&w, CMD_UP_WRITE);
+	actor_expect(&w, EV_DONE);
+	actor_stop(&q);
+	actor_stop(&w);
+	actor_stop(&b);
+	harness_fini(&h);
+}
+
+/*
+ * B sees RWSEM_FLAG_WAITERS, then (stopped at the READ_SLOWPATH hook,
+ * before it decides) the only waiter, Q, is granted the lock and leaves
+ * the queue. When B looks under wait_lock the list is empty: nothing to
+ * queue behind, so B steals.
+ *
+ * On an empty list rwsem_first_waiter() points into the rw_semaphore
+ * itself (the list head). A solution that reads it there reads the low
+ * half of sem->wait_timeout_ns as the waiter's type; this test sets that
+ * to 2^40 ns, whose low half reads as RWSEM_WAITING_FOR_WRITE, so such a
+ * solution queues and loses the steal.
+ */
+#define GHOST_WRITER_NS (1LL << 40)
+
+Test(lab01, todo3_writer_first_steals_when_the_queue_empties_first)
+{
+	struct harness h;
+	struct actor q, b;
+	long steals, fast;
+	bool empty;
+
+	harness_init(&h, RWSEM_WRITER_FIRST, GHOST_WRITER_NS);
+	cr_assert_eq(rwsem_first_waiter(&h.sem)->type, RWSEM_WAITING_FOR_WRITE,
+		     "grader premise: an empty list's 'first waiter' reads as a writer");
+	actor_start(&q, &h, "Q");
+	actor_start(&b, &h, "B");
+	queue_reader_behind_test_writer(&h, &q);
+	up_write_count_only(&h.sem);
+
+	actor_arm(&b, RWSEM_HOOK_READ_SLOWPATH);
+	actor_do(&b, CMD_DOWN_READ);
+	actor_expect(&b, RWSEM_HOOK_READ_SLOWPATH);	/* B saw WAITERS */
+	rwsem_wake(&h.sem);				/* Q is granted, leaves the list */
+	actor_expect(&q, EV_DONE);
+	pthread_mutex_lock(&h.sem.wait_lock);
+	empty = list_empty(&h.sem.wait_list);
+	pthread_mutex_unlock(&h.sem.wait_lock);
+	cr_assert(empty);
+
+	actor_release(&b);
+	actor_expect(&b, EV_DONE);
+	steals = rwsem_event(&h.sem, LOCKEVENT_rwsem_rlock_steal);
+	fast = rwsem_event(&h.sem, LOCKEVENT_rwsem_rlock_fast);
+	cr_assert_eq(steals, 1, "rwsem_rlock_steal = %ld, rwsem_rlock_fast = %ld: B did not "
+		     "steal from an empty queue (check the list before its first waiter)",
+		     steals, fast);
+
+	actor_do(&b, CMD_UP_READ);
+	actor_do(&q, CMD_UP_READ);
+	actor_expect(&b, EV_DONE);
+	actor_expect(&q, EV_DONE);
+	actor_stop(&q);
+	actor_stop(&b);
+	harness_fini(&h);
 }

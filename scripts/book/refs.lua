@@ -132,22 +132,26 @@ end
 local function anchor(exp, run) return "ref-" .. exp .. "-" .. run:lower() end
 
 -- ------------------------------------------------------------ selection
--- sel="k=v,k^=prefix,k!=v": every clause must hold. Numbers compare as numbers.
+-- sel="k=v,k^=prefix,k!=v,k<N,k>=N": every clause must hold. Numbers compare
+-- as numbers; <, <=, >, >= hold only for numbers.
 local function parse_sel(sel, where)
   local clauses, parts, start = {}, {}, 1
   sel = sel or ""
   -- A comma starts a new clause only when "key=" (or ^=, !=) follows it,
   -- so values may contain commas ("metric^=hold per scan, vCPU").
   for i = 1, #sel do
-    if sel:sub(i, i) == "," and sel:sub(i + 1):match("^%s*[%w_%.]+%s*[%^!]?=") then
+    if sel:sub(i, i) == "," and sel:sub(i + 1):match("^%s*[%w_%.]+%s*[%^!<>=]") then
       parts[#parts + 1] = sel:sub(start, i - 1)
       start = i + 1
     end
   end
   if start <= #sel then parts[#parts + 1] = sel:sub(start) end
   for _, part in ipairs(parts) do
-    local k, op, v = part:match("^%s*([%w_%.]+)%s*([%^!]?=)%s*(.-)%s*$")
-    if not k then fail(where, "bad selector clause '" .. part .. "' (want key=value, key^=prefix or key!=value)") end
+    local k, op, v = part:match("^%s*([%w_%.]+)%s*([%^!<>]?=?)%s*(.-)%s*$")
+    local ops = { ["="] = 1, ["^="] = 1, ["!="] = 1, ["<"] = 1, ["<="] = 1, [">"] = 1, [">="] = 1 }
+    if not k or not ops[op] or (op:match("[<>]") and not tonumber(v)) then
+      fail(where, "bad selector clause '" .. part .. "' (want key=value, key^=prefix, key!=value or key<N, <=, >, >=)")
+    end
     clauses[#clauses + 1] = { k = k, op = op, v = v }
   end
   return clauses
@@ -169,6 +173,10 @@ local function matches(rec, clauses)
     local eq
     if v == nil or v == json.null then
       eq = false
+    elseif c.op:match("[<>]") then
+      local n = tonumber(c.v)
+      eq = type(v) == "number" and ((c.op == "<" and v < n) or (c.op == "<=" and v <= n)
+        or (c.op == ">" and v > n) or (c.op == ">=" and v >= n))
     elseif type(v) == "number" and tonumber(c.v) then
       eq = v == tonumber(c.v)
     elseif c.op == "^=" then

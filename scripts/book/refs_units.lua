@@ -10,14 +10,19 @@ local ASK = { ns = "ns", us = "us", ["µs"] = "us", ms = "ms", s = "s", x = "x",
 
 -- The unit a field is in: its name's suffix (_us, _ms, _s, _per_s, _pct,
 -- also before a trailing _before/_after/...), "ratio", or for a summary
--- record's before/after the record's "unit".
+-- record's before/after the record's "unit". A summary's other fields that
+-- end in _before, _after or _baseline and have no unit of their own
+-- (median_p99_before) are in the record's "unit" too.
 local function source_unit(rec, field)
   local last = field:match("([^%.]+)$")
   if last == "ratio" then return "x" end
-  if (last == "before" or last == "after") and type(rec.unit) == "string" then
+  local function rec_unit()
     local u = ASK[rec.unit]
     if u then return u end
     return rec.unit == "count" and "" or nil
+  end
+  if (last == "before" or last == "after") and type(rec.unit) == "string" then
+    return rec_unit()
   end
   local toks = {}
   for t in last:gmatch("[^_]+") do toks[#toks + 1] = t end
@@ -26,6 +31,11 @@ local function source_unit(rec, field)
     if t == "s" and toks[i - 1] == "per" then return "per_s" end
     if TIME[t] or t == "pct" then return t end
     if t == "seconds" then return "s" end
+  end
+  local tail = toks[#toks]
+  if rec.type == "summary" and type(rec.unit) == "string" and #toks > 1
+     and (tail == "before" or tail == "after" or tail == "baseline") then
+    return rec_unit()
   end
   return ""
 end

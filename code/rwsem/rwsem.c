@@ -245,8 +245,10 @@ void up_read(struct rw_semaphore *sem)
 	tmp = atomic_fetch_sub_explicit(&sem->count, RWSEM_READER_BIAS,
 					memory_order_release) - RWSEM_READER_BIAS;
 	if (unlikely((tmp & (RWSEM_LOCK_MASK|RWSEM_FLAG_WAITERS)) ==
-		     RWSEM_FLAG_WAITERS))
+		     RWSEM_FLAG_WAITERS)) {
+		rwsem_hook(sem, RWSEM_HOOK_UP_READ_WAKE);
 		rwsem_wake(sem);
+	}
 }
 /* endregion: up-read */
 

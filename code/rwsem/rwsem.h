@@ -63,6 +63,7 @@
 	X(rwsem_wake_writer)	/* # of writer wakeups */		\
 	X(rwsem_rlock)		/* # of read locks acquired (slowpath) */ \
 	X(rwsem_rlock_steal)	/* # of read locks by lock stealing */	\
+	X(rwsem_rlock_nosteal)	/* # of steals declined, reader queued (patch 3) */ \
 	X(rwsem_rlock_fast)	/* # of fast read locks acquired */	\
 	X(rwsem_rlock_handoff)	/* # of read lock handoffs */		\
 	X(rwsem_wlock)		/* # of write locks acquired (slowpath) */ \
@@ -91,6 +92,7 @@ enum rwsem_hook_point {
 	RWSEM_HOOK_READ_QUEUED,		/* reader on wait_list, before first sleep */
 	RWSEM_HOOK_WRITE_SLEEP,		/* queued writer failed to lock, about to sleep */
 	RWSEM_HOOK_WRITE_WOKEN,		/* writer back from schedule(), before retry */
+	RWSEM_HOOK_UP_READ_WAKE,	/* last reader out left waiters, before rwsem_wake() */
 	RWSEM_NR_HOOKS
 };
 
@@ -135,6 +137,18 @@ void down_write(struct rw_semaphore *sem);
 int down_write_trylock(struct rw_semaphore *sem);
 void up_write(struct rw_semaphore *sem);
 void downgrade_write(struct rw_semaphore *sem);
+
+/*
+ * include/linux/rwsem.h: !list_empty(&sem->wait_list), read without
+ * wait_lock ("is anybody waiting for me to go away?"). The model reads
+ * RWSEM_FLAG_WAITERS, which mirrors the list (both change under
+ * wait_lock), so that the lockless peek is not a data race under TSan.
+ */
+static inline bool rwsem_is_contended(struct rw_semaphore *sem)
+{
+	return atomic_load_explicit(&sem->count, memory_order_relaxed) &
+	       RWSEM_FLAG_WAITERS;
+}
 
 /* Introspection for tests and benchmarks. */
 long rwsem_event(struct rw_semaphore *sem, enum lock_events ev);

@@ -18,32 +18,28 @@ bool rwsem_read_steal(struct rw_semaphore *sem, long count,
 	/* Other readers likely inside (rcnt counts us): stealing could starve. */
 	if ((atomic_load_explicit(&sem->owner, memory_order_relaxed) &
 	     RWSEM_READER_OWNED) && rcnt > 1 && !(count & RWSEM_WRITER_LOCKED))
-		return false;
-
-	/* A writer owns it, or the first waiter claimed the next turn. */
-	if (count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF))
-		return false;
+		steal = false;
 
 	/* region: nosteal-decision */
 	if (policy == RWSEM_NOSTEAL)	/* down_read_nosteal() */
 		steal = false;
 	/* endregion: nosteal-decision */
 
+	if (!steal || (count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF)))
+		return false;
+
 	/* region: writer-first */
-	if (steal && policy == RWSEM_WRITER_FIRST && (count & RWSEM_FLAG_WAITERS)) {
+	if (policy == RWSEM_WRITER_FIRST && (count & RWSEM_FLAG_WAITERS)) {
+		bool writer_next;
+
 		raw_spin_lock_irq(&sem->wait_lock);
-		if (!list_empty(&sem->wait_list) &&
-		    rwsem_first_waiter(sem)->type == RWSEM_WAITING_FOR_WRITE)
-			steal = false;	/* queue behind the writer */
+		writer_next = !list_empty(&sem->wait_list) &&
+			rwsem_first_waiter(sem)->type == RWSEM_WAITING_FOR_WRITE;
 		raw_spin_unlock_irq(&sem->wait_lock);
+		if (writer_next)
+			return false;	/* queue behind the writer */
 	}
 	/* endregion: writer-first */
-
-	/* Patch 3's counter: a steal stock 6.12 would take, declined by a policy. */
-	if (!steal) {
-		lockevent_inc(sem, rwsem_rlock_nosteal);
-		return false;
-	}
 
 	rwsem_set_reader_owned(sem);
 	lockevent_inc(sem, rwsem_rlock_steal);

@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	/* region: pass-criteria */
 	for (int pol = 1; pol < NPOL; pol++) {
 		const char *src = pol == 1
-			? "seed 000 patch 4, \"mm: add and use mmap_read_lock[_killable]_nosteal() on contention\""
+			? "seed 000 patches 3-4 (down_read_nosteal()), applied by mmlocks to show_smaps_rollup(): the seed does not convert that site"
 			: "seed 000, Peter Zijlstra's review of patch 3 (never steal behind pending writers)";
 		const char *label = pol == 1 ? "steal policy 1 (nosteal at drop-and-retake)"
 					     : "steal policy 2 (never steal behind a writer)";

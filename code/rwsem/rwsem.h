@@ -52,7 +52,12 @@
 #define RWSEM_UNLOCKED_VALUE	0UL
 /* endregion: count-bits */
 
-/* 6.12: DIV_ROUND_UP(HZ, 250) jiffies; our kernel has HZ=250, so 4 ms. */
+/*
+ * 6.12: DIV_ROUND_UP(HZ, 250) jiffies, 1 jiffy at our kernel's HZ=250. The
+ * kernel tests time_after(jiffies, timeout) on a tick count, so the
+ * effective wait is 4-8 ms; the model's deadline is exactly 4 ms after
+ * queueing, on a nanosecond clock: a simplification.
+ */
 #define RWSEM_WAIT_TIMEOUT_NS	4000000LL
 
 /* Counters named after kernel/locking/lock_events_list.h. */

@@ -13,7 +13,7 @@ usage() {
 usage: $PROG [--label TEXT] [--note TEXT] [--duration-ms N] [--out DIR]
 
 Builds bench_rwsem with lab 01's solution (labs/01-rwsem-steal/src) and with
-its step-1 skeleton (6.12's guard removed), runs it as the handout's P1-P5
+its step-1 skeleton (6.12's guard removed), runs it as the handout's P1-P6
 do, one configuration after another, each under a 120 s timeout:
   default       solution, default settings (drop only when contended)
   always        solution, --drop always (drop every K=64 items)

@@ -59,6 +59,19 @@ static void pin_self(long cpu)
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/*
+ * include/linux/rwsem.h: !list_empty(&sem->wait_list), read without
+ * wait_lock ("is anybody waiting for me to go away?"). The model reads
+ * RWSEM_FLAG_WAITERS, which mirrors the list (both change under
+ * wait_lock), so that the lockless peek is no data race. (code/vma's
+ * mmap_lock.h has the same helper for lab 04.)
+ */
+static inline int rwsem_is_contended(struct rw_semaphore *sem)
+{
+	return !!(atomic_load_explicit(&sem->count, memory_order_relaxed) &
+		  RWSEM_FLAG_WAITERS);
+}
+
 static double now_s(void)
 {
 	return sched_clock_ns() / 1e9;

@@ -143,18 +143,6 @@ int down_write_trylock(struct rw_semaphore *sem);
 void up_write(struct rw_semaphore *sem);
 void downgrade_write(struct rw_semaphore *sem);
 
-/*
- * include/linux/rwsem.h: !list_empty(&sem->wait_list), read without
- * wait_lock ("is anybody waiting for me to go away?"). The model reads
- * RWSEM_FLAG_WAITERS, which mirrors the list (both change under
- * wait_lock), so that the lockless peek is not a data race under TSan.
- */
-static inline bool rwsem_is_contended(struct rw_semaphore *sem)
-{
-	return atomic_load_explicit(&sem->count, memory_order_relaxed) &
-	       RWSEM_FLAG_WAITERS;
-}
-
 /* Introspection for tests and benchmarks. */
 long rwsem_event(struct rw_semaphore *sem, enum lock_events ev);
 const char *rwsem_event_name(enum lock_events ev);

@@ -18,6 +18,7 @@
 #define BASE NPOL /* phase of the no-reader baseline: the writer alone */
 #define NPOS (NPOL + 1) /* positions in a block: policies 0, 1, 2, then the baseline */
 #define MAX_BLOCKS 50
+#define VMA_LOCK_SWITCH MG_KNOBS "/smaps_rollup_vma_lock" /* patch 0008 */
 #define IDLE MG_PHASE_IDLE
 #define STOP MG_PHASE_STOP
 
@@ -62,6 +63,8 @@ static void usage(FILE *f)
 		"and prints a block record. Then, per policy and for the baseline, a sample\n"
 		"record with the median over blocks and its spread, the excess over the\n"
 		"baseline, a table, and summary records.\n"
+		"It sets smaps_rollup_vma_lock (patch 0008) to 0, where it exists, so that\n"
+		"show_smaps_rollup() takes 6.12's mmap_lock path with its drop-and-retake.\n"
 		"Every knob it changes is restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
 		"  --vmas N             small VMAs to map (100..1000000, default 50000; quick 20000)\n"
@@ -310,6 +313,19 @@ int main(int argc, char **argv)
 		mg_error(EXP, "cannot raise vm.max_map_count: %s", strerror(-err));
 		return MG_EXIT_FAIL;
 	}
+	/*
+	 * Patch 0008 (default 1) walks smaps_rollup under per-VMA locks and
+	 * then never holds mmap_lock against our writer: this experiment is
+	 * about 6.12's mmap_lock walk and its drop-and-retake, so switch 0008
+	 * off (restored at exit) on kernels that have it.
+	 */
+	if (mg_exists(VMA_LOCK_SWITCH) && (err = mg_knob_set_ll(VMA_LOCK_SWITCH, 0))) {
+		mg_error(EXP, "writing smaps_rollup_vma_lock=0: %s", strerror(-err));
+		return MG_EXIT_FAIL;
+	}
+	mgj_start(&j, "info", EXP);
+	mgj_bool(&j, "smaps_rollup_vma_lock_switched_off", mg_exists(VMA_LOCK_SWITCH));
+	mgj_emit(&j);
 	uint64_t t0 = mg_now_ns();
 	if ((err = mg_map_small_vmas(SMALL_BASE, (size_t)opt.vmas))) {
 		mg_error(EXP, "mapping %lld small VMAs failed: %s", opt.vmas, strerror(-err));

@@ -13,17 +13,18 @@ usage() {
 usage: $PROG [--label TEXT] [--note TEXT] [--duration-ms N] [--out DIR]
 
 Builds bench_rwsem with lab 01's solution (labs/01-rwsem-steal/src) and with
-its step-1 skeleton (6.12's guard removed), runs it as the handout's P1-P5
+its step-1 skeleton (6.12's guard removed), runs it as the handout's P1-P6
 do, one configuration after another, each under a 120 s timeout:
-  default       solution, default settings
+  default       solution, default settings (drop only when contended)
+  always        solution, --drop always (drop every K=64 items)
   timeout-1ms   solution, --timeout-us 1000
   timeout-16ms  solution, --timeout-us 16000
   readers-2     solution, --readers 2
   noguard-2     step-1 skeleton, --readers 2
 and writes reference/rwsem-bench/<UTC time>/ (or DIR/<UTC time>/):
 rwsem-bench.jsonl (one "sample" record per configuration and policy:
-config, policy, writes, p50_us, p99_us, max_us, rlock_steal, wlock_handoff,
-sleep_writer, retakes_per_s; one "uncontended" record per configuration),
+config, policy, and bench_rwsem's columns: writes, p50_us, p99_us, max_us,
+rlock_steal, rlock_nosteal, wlock_handoff, sleep_writer, retakes_per_s; one "uncontended" record per configuration),
 rwsem-bench.md, meta.json, README.md (machine, load, commit, commands).
 
   --label TEXT     a short name for the run in tables
@@ -71,6 +72,7 @@ run() { # run CONFIG BUILD ARGS...
 		die "bench_rwsem $* failed or timed out"
 }
 run default solution
+run always solution --drop always
 run timeout-1ms solution --timeout-us 1000
 run timeout-16ms solution --timeout-us 16000
 run readers-2 solution --readers 2
@@ -83,9 +85,12 @@ import json, os, platform, re, sys, tempfile
 src, out, ts, label, note, lb, la, commit, dur = sys.argv[1:10]
 recs = [{"type": "begin", "experiment": "rwsem-bench"}]
 cfg = None
-cols = ["writes", "p50_us", "p99_us", "max_us", "rlock_steal", "wlock_handoff", "sleep_writer", "retakes_per_s"]
+cols = None
 for line in open(src):
     line = line.rstrip("\n")
+    if line.startswith("policy "):  # the table header names the columns
+        cols = [c.replace("retakes/s", "retakes_per_s") for c in line.split()[1:]]
+        continue
     if line.startswith("@config "):
         parts = line.split()
         cfg = {"config": parts[1], "build": "solution" if parts[2] == "solution" else "step-1 skeleton (no guard)",
@@ -94,13 +99,13 @@ for line in open(src):
     m = re.match(r"^(STEAL|NOSTEAL|WRITER_FIRST)\s+(.*)$", line)
     if m and cfg:
         vals = m.group(2).split()
-        if len(vals) != len(cols):
+        if cols is None or len(vals) != len(cols):
             sys.exit("reference-bench: unexpected bench line: " + line)
         r = {"type": "sample", "experiment": "rwsem-bench"}
         r.update(cfg)
         r["policy"] = m.group(1)
         for k, v in zip(cols, vals):
-            r[k] = float(v) if "." in v else int(v)
+            r[k] = None if v == "-" else float(v) if "." in v else int(v)
         recs.append(r)
     m = re.match(r"^(rwsem down_read\+up_read|pthread_rwlock rdlock\+unlock)\s+([\d.]+) ns/op", line)
     if m and cfg:
@@ -110,8 +115,8 @@ for line in open(src):
             u = {"type": "uncontended", "experiment": "rwsem-bench", "config": cfg["config"]}
             recs.append(u)
         u[key] = float(m.group(2))
-if sum(1 for r in recs if r["type"] == "sample") != 15:
-    sys.exit("reference-bench: expected 15 policy rows, got %d" % sum(1 for r in recs if r["type"] == "sample"))
+if sum(1 for r in recs if r["type"] == "sample") != 18:
+    sys.exit("reference-bench: expected 18 policy rows, got %d" % sum(1 for r in recs if r["type"] == "sample"))
 recs.append({"type": "end", "experiment": "rwsem-bench", "rc": 0, "timeout": False})
 cpu = "?"
 for l in open("/proc/cpuinfo"):
@@ -127,12 +132,12 @@ with open(os.path.join(tmp, "rwsem-bench.jsonl"), "w") as f:
         f.write(json.dumps(r) + "\n")
 with open(os.path.join(tmp, "meta.json"), "w") as f:
     json.dump(meta, f, indent=1); f.write("\n")
-md = "| config | policy | writes | p50 µs | p99 µs | max µs | steals | handoffs | retakes/s |\n|---|---|---|---|---|---|---|---|---|\n"
+md = "| config | policy | writes | p50 µs | p99 µs | max µs | steals | declined steals | handoffs | writer sleeps | retakes/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
 for r in recs:
     if r["type"] == "sample":
-        md += "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
-            r["config"], r["policy"], r["writes"], r["p50_us"], r["p99_us"], r["max_us"],
-            r["rlock_steal"], r["wlock_handoff"], r["retakes_per_s"])
+        md += "| %s |\n" % " | ".join(str(r.get(k)) for k in (
+            "config", "policy", "writes", "p50_us", "p99_us", "max_us", "rlock_steal",
+            "rlock_nosteal", "wlock_handoff", "sleep_writer", "retakes_per_s"))
 open(os.path.join(tmp, "rwsem-bench.md"), "w").write(md)
 kv = [("Experiment", "`rwsem-bench` (the model's benchmark on the host, not the guest)"), ("Run", ts)]
 if label:

@@ -17,7 +17,9 @@
  *  - CURSOR_PER_SLOT (patch 2): the scan address lives in the mm's slot,
  *    so an mm abandoned on lock contention is resumed, not restarted;
  *  - a skip batch (patch 5): after KHUGEPAGED_MAX_SKIP_BATCH ineligible
- *    VMAs in a row the read lock is dropped and retaken without stealing.
+ *    VMAs walked since the read lock was last taken (eligible VMAs in
+ *    between do not reset the count) the lock is dropped and retaken
+ *    without stealing.
  */
 
 /* Simplification: the kernel's mm_slot also has a hash node (mm -> slot). */

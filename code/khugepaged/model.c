@@ -27,7 +27,8 @@ uint64_t model_clock_ns;
 /*
  * Costs.  vma_visit_ns is calibrated on patch 5 of the series ("mm/
  * khugepaged: drop/reacquire mmap read lock if skipped enough VMAs"):
- * ~1M ineligible VMAs held the lock for 95 ms, ~90 ns a VMA.  The others
+ * ~1M ineligible VMAs held the lock for 95 ms, about 95 ns a VMA; the
+ * model uses a round 90 ns, a little below that.  The others
  * are orders of magnitude, not measurements: reading 512 PTEs and
  * their folios, and allocating + copying a 2 MiB page.
  */

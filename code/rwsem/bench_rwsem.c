@@ -13,7 +13,8 @@
 
 static struct {
 	long iters, k, item_ns, duration_ms, readers, gap_us, timeout_us, pin;
-} opt = { 10000000, 64, 1000, 1000, 1, 500, 4000, 1 };
+	int drop_always;
+} opt = { 10000000, 64, 1000, 1000, 1, 500, 4000, 1, 0 };
 
 static void usage(FILE *f)
 {
@@ -22,10 +23,14 @@ static void usage(FILE *f)
 "(a) uncontended down_read+up_read of the model rwsem beside glibc's\n"
 "    pthread_rwlock_rdlock+unlock, in ns per pair;\n"
 "(b) writer wait latency when reader threads hold the lock while working\n"
-"    through items and drop and re-take it every K items (the khugepaged\n"
-"    and smaps_rollup pattern), for policies STEAL, NOSTEAL, WRITER_FIRST.\n"
+"    through items and drop and re-take it, for policies STEAL, NOSTEAL,\n"
+"    WRITER_FIRST. By default a reader drops after an item only if\n"
+"    rwsem_is_contended(), as show_smaps_rollup() does after each VMA;\n"
+"    --drop always drops every K items whether or not anyone waits (as\n"
+"    khugepaged's skip batch does every 1024 skipped VMAs).\n"
 "  --iters N        (a) iterations, 1000..1000000000 (default 10000000)\n"
-"  --k N            (b) items between drop and re-take, 1..1000000 (default 64)\n"
+"  --drop MODE      (b) contended (default) or always\n"
+"  --k N            (b) with --drop always: items between drops, 1..1000000 (default 64)\n"
 "  --item-ns N      (b) busy work per item in ns, 0..1000000 (default 1000)\n"
 "  --readers N      (b) reader threads, 1..8 (default 1)\n"
 "  --writer-gap-us N (b) writer pause between attempts, 0..1000000 (default 500)\n"
@@ -52,6 +57,19 @@ static void pin_self(long cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu % ncpu, &set);
 	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * include/linux/rwsem.h: !list_empty(&sem->wait_list), read without
+ * wait_lock ("is anybody waiting for me to go away?"). The model reads
+ * RWSEM_FLAG_WAITERS, which mirrors the list (both change under
+ * wait_lock), so that the lockless peek is no data race. (code/vma's
+ * mmap_lock.h has the same helper for lab 04.)
+ */
+static inline int rwsem_is_contended(struct rw_semaphore *sem)
+{
+	return !!(atomic_load_explicit(&sem->count, memory_order_relaxed) &
+		  RWSEM_FLAG_WAITERS);
 }
 
 static double now_s(void)
@@ -117,9 +135,11 @@ static void *reader(void *arg)
 	pin_self(atomic_fetch_add(&r->next_cpu, 1));
 /* region: bench-drop-retake */
 	down_read(&r->sem);
-	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
-		for (long item = 0; item < opt.k; item++)
-			busy_ns(opt.item_ns);		/* look at one VMA */
+	for (long item = 1; !atomic_load_explicit(&r->stop, memory_order_relaxed); item++) {
+		busy_ns(opt.item_ns);			/* look at one VMA */
+		if (opt.drop_always ? item % opt.k != 0	/* every K items */
+				    : !rwsem_is_contended(&r->sem))
+			continue;			/* nobody waits */
 		/* Let a waiting writer in: drop and re-take the lock. */
 		up_read(&r->sem);
 		if (r->policy == RWSEM_NOSTEAL)
@@ -191,7 +211,7 @@ static void run_policy(enum rwsem_steal_policy policy)
 
 	qsort(r.wait_ns, r.nwait, sizeof(long), cmp_long);
 	if (r.nwait == 0) {
-		printf("%-13s %7d %9s %9s %9s\n", rwsem_policy_name(policy), 0,
+		printf("%-13s %7d %9s %9s %9s", rwsem_policy_name(policy), 0,
 		       "-", "-", "-");
 	} else {
 		printf("%-13s %7ld %9.1f %9.1f %9.1f", rwsem_policy_name(policy),
@@ -199,8 +219,9 @@ static void run_policy(enum rwsem_steal_policy policy)
 		       r.wait_ns[(r.nwait * 99) / 100] / 1e3,
 		       r.wait_ns[r.nwait - 1] / 1e3);
 	}
-	printf(" %12ld %14ld %13ld %11.0f\n",
+	printf(" %12ld %14ld %14ld %13ld %11.0f\n",
 	       rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_steal),
+	       rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_nosteal),
 	       rwsem_event(&r.sem, LOCKEVENT_rwsem_wlock_handoff),
 	       rwsem_event(&r.sem, LOCKEVENT_rwsem_sleep_writer),
 	       atomic_load(&r.retakes) / secs);
@@ -224,6 +245,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "iters", required_argument, NULL, 'i' },
 		{ "k", required_argument, NULL, 'k' },
+		{ "drop", required_argument, NULL, 'D' },
 		{ "item-ns", required_argument, NULL, 'n' },
 		{ "readers", required_argument, NULL, 'r' },
 		{ "writer-gap-us", required_argument, NULL, 'g' },
@@ -240,6 +262,10 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'i': bad = parse(optarg, 1000, 1000000000, &opt.iters); break;
 		case 'k': bad = parse(optarg, 1, 1000000, &opt.k); break;
+		case 'D':
+			bad = strcmp(optarg, "always") && strcmp(optarg, "contended") ? -1 : 0;
+			opt.drop_always = !strcmp(optarg, "always");
+			break;
 		case 'n': bad = parse(optarg, 0, 1000000, &opt.item_ns); break;
 		case 'r': bad = parse(optarg, 1, 8, &opt.readers); break;
 		case 'g': bad = parse(optarg, 0, 1000000, &opt.gap_us); break;
@@ -252,7 +278,7 @@ int main(int argc, char **argv)
 		}
 		if (bad && c != '?')
 			fprintf(stderr, "bench_rwsem: bad value '%s' for --%s\n",
-				optarg, opts[strchr("iknrgtdpqh", c) - "iknrgtdpqh"].name);
+				optarg, opts[strchr("ikDnrgtdpqh", c) - "ikDnrgtdpqh"].name);
 	}
 	if (!bad && optind != argc) {
 		fprintf(stderr, "bench_rwsem: unexpected argument '%s'\n", argv[optind]);
@@ -268,14 +294,18 @@ int main(int argc, char **argv)
 	}
 
 	bench_uncontended();
-	printf("# (b) writer wait: %ld reader(s) drop+re-take every %ld items of %ld ns;\n"
-	       "#     writer every %ld us; handoff timeout %ld us; %ld ms per policy;"
-	       " pinning %s\n",
-	       opt.readers, opt.k, opt.item_ns, opt.gap_us, opt.timeout_us,
-	       opt.duration_ms, opt.pin ? "on" : "off");
-	printf("%-13s %7s %9s %9s %9s %12s %14s %13s %11s\n", "policy", "writes",
-	       "p50_us", "p99_us", "max_us", "rlock_steal", "wlock_handoff",
-	       "sleep_writer", "retakes/s");
+	if (opt.drop_always)
+		printf("# (b) writer wait: %ld reader(s) drop+re-take every %ld items of %ld ns;\n",
+		       opt.readers, opt.k, opt.item_ns);
+	else
+		printf("# (b) writer wait: %ld reader(s) drop+re-take after an item of %ld ns"
+		       " when contended;\n", opt.readers, opt.item_ns);
+	printf("#     writer every %ld us; handoff timeout %ld us; %ld ms per policy;"
+	       " pinning %s\n", opt.gap_us, opt.timeout_us, opt.duration_ms,
+	       opt.pin ? "on" : "off");
+	printf("%-13s %7s %9s %9s %9s %12s %14s %14s %13s %11s\n", "policy", "writes",
+	       "p50_us", "p99_us", "max_us", "rlock_steal", "rlock_nosteal",
+	       "wlock_handoff", "sleep_writer", "retakes/s");
 	for (int p = RWSEM_STEAL; p <= RWSEM_WRITER_FIRST; p++)
 		run_policy(p);
 	return 0;

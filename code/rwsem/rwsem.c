@@ -75,19 +75,40 @@ static inline bool rwsem_write_trylock(struct rw_semaphore *sem)
 }
 /* endregion: write-fastpath */
 
+/*
+ * Would stock 6.12 let this reader steal? Not if the lock looks owned by
+ * other readers (the guard) or a writer or HANDOFF is set. The kernel's
+ * patch 3 counts rwsem_rlock_nosteal inside the steal decision; the model
+ * counts here, so that lab 01's own rwsem_steal.c is counted the same.
+ */
+static bool rwsem_stock_would_steal(struct rw_semaphore *sem, long count)
+{
+	long rcnt = count >> RWSEM_READER_SHIFT;
+
+	if ((atomic_load_explicit(&sem->owner, memory_order_relaxed) &
+	     RWSEM_READER_OWNED) && rcnt > 1 && !(count & RWSEM_WRITER_LOCKED))
+		return false;
+	return !(count & (RWSEM_WRITER_LOCKED | RWSEM_FLAG_HANDOFF));
+}
+
 /* Wait for the read lock to be granted. */
 static void rwsem_down_read_slowpath(struct rw_semaphore *sem, long count,
 				     enum rwsem_steal_policy policy)
 {
 	long adjustment = -RWSEM_READER_BIAS;
 	struct rwsem_waiter waiter;
+	bool stock_steal;
 	DEFINE_WAKE_Q(wake_q);
 
 	rwsem_hook(sem, RWSEM_HOOK_READ_SLOWPATH);
+	stock_steal = rwsem_stock_would_steal(sem, count);
 	if (rwsem_read_steal(sem, count, policy, &wake_q)) {
 		wake_up_q(&wake_q);
 		return;
 	}
+	/* Patch 3's lock event: a steal stock 6.12 would take, declined. */
+	if (stock_steal)
+		lockevent_inc(sem, rwsem_rlock_nosteal);
 
 /* region: read-slowpath-queue */
 	waiter.task = current;
@@ -245,8 +266,10 @@ void up_read(struct rw_semaphore *sem)
 	tmp = atomic_fetch_sub_explicit(&sem->count, RWSEM_READER_BIAS,
 					memory_order_release) - RWSEM_READER_BIAS;
 	if (unlikely((tmp & (RWSEM_LOCK_MASK|RWSEM_FLAG_WAITERS)) ==
-		     RWSEM_FLAG_WAITERS))
+		     RWSEM_FLAG_WAITERS)) {
+		rwsem_hook(sem, RWSEM_HOOK_UP_READ_WAKE);
 		rwsem_wake(sem);
+	}
 }
 /* endregion: up-read */
 

@@ -52,7 +52,12 @@
 #define RWSEM_UNLOCKED_VALUE	0UL
 /* endregion: count-bits */
 
-/* 6.12: DIV_ROUND_UP(HZ, 250) jiffies; our kernel has HZ=250, so 4 ms. */
+/*
+ * 6.12: DIV_ROUND_UP(HZ, 250) jiffies, 1 jiffy at our kernel's HZ=250. The
+ * kernel tests time_after(jiffies, timeout) on a tick count, so the
+ * effective wait is 4-8 ms; the model's deadline is exactly 4 ms after
+ * queueing, on a nanosecond clock: a simplification.
+ */
 #define RWSEM_WAIT_TIMEOUT_NS	4000000LL
 
 /* Counters named after kernel/locking/lock_events_list.h. */
@@ -63,6 +68,7 @@
 	X(rwsem_wake_writer)	/* # of writer wakeups */		\
 	X(rwsem_rlock)		/* # of read locks acquired (slowpath) */ \
 	X(rwsem_rlock_steal)	/* # of read locks by lock stealing */	\
+	X(rwsem_rlock_nosteal)	/* # of steals declined, reader queued (patch 3) */ \
 	X(rwsem_rlock_fast)	/* # of fast read locks acquired */	\
 	X(rwsem_rlock_handoff)	/* # of read lock handoffs */		\
 	X(rwsem_wlock)		/* # of write locks acquired (slowpath) */ \
@@ -91,6 +97,7 @@ enum rwsem_hook_point {
 	RWSEM_HOOK_READ_QUEUED,		/* reader on wait_list, before first sleep */
 	RWSEM_HOOK_WRITE_SLEEP,		/* queued writer failed to lock, about to sleep */
 	RWSEM_HOOK_WRITE_WOKEN,		/* writer back from schedule(), before retry */
+	RWSEM_HOOK_UP_READ_WAKE,	/* last reader out left waiters, before rwsem_wake() */
 	RWSEM_NR_HOOKS
 };
 

@@ -76,6 +76,8 @@ struct order_result {
 	long r_seq, w_seq;	/* acquisition order of R's re-take and W */
 	long steals;		/* rwsem_rlock_steal */
 	long wlock_handoffs;	/* rwsem_wlock_handoff */
+	long nosteals;		/* rwsem_rlock_nosteal */
+	long rlock_handoffs;	/* rwsem_rlock_handoff */
 	int writers_queued;	/* writers on the list when R decided */
 };
 void scenario_drop_retake(enum rwsem_steal_policy lock_policy,
@@ -83,5 +85,7 @@ void scenario_drop_retake(enum rwsem_steal_policy lock_policy,
 void scenario_second_reader(enum rwsem_steal_policy lock_policy,
 			    enum actor_cmd second, struct order_result *res);
 void scenario_handoff(struct order_result *res);
+void scenario_writer_wins_race(enum actor_cmd retake, struct order_result *res);
+void scenario_reader_handoff(struct order_result *res);
 
 #endif

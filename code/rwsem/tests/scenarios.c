@@ -14,6 +14,8 @@ static void finish(struct harness *h, struct order_result *res,
 {
 	res->steals = rwsem_event(&h->sem, LOCKEVENT_rwsem_rlock_steal);
 	res->wlock_handoffs = rwsem_event(&h->sem, LOCKEVENT_rwsem_wlock_handoff);
+	res->nosteals = rwsem_event(&h->sem, LOCKEVENT_rwsem_rlock_nosteal);
+	res->rlock_handoffs = rwsem_event(&h->sem, LOCKEVENT_rwsem_rlock_handoff);
 	res->w_seq = w->acquired_at;
 	actor_stop(r);
 	actor_stop(w);
@@ -193,4 +195,112 @@ void scenario_handoff(struct order_result *res)
 	actor_do(&r, CMD_UP_READ);
 	actor_expect(&r, EV_DONE);
 	finish(&h, res, &r, &w);
+}
+
+/*
+ * The race the reader loses: R drops the lock, and W, woken by that drop,
+ * reaches rwsem_try_write_lock() before R's re-take. W gets the lock at
+ * this drop; R's re-take finds a writer owner and queues (no steal, and
+ * nothing for a no-steal policy to decline).
+ */
+void scenario_writer_wins_race(enum actor_cmd retake, struct order_result *res)
+{
+	struct harness h;
+	struct actor r, w;
+
+	*res = (struct order_result){ 0 };
+	harness_init(&h, RWSEM_STEAL, NO_HANDOFF_NS);
+	actor_start(&r, &h, "R");
+	actor_start(&w, &h, "W");
+
+	actor_do(&r, CMD_DOWN_READ);
+	actor_expect(&r, EV_DONE);
+	actor_arm(&w, RWSEM_HOOK_WRITE_WOKEN);
+	actor_do(&w, CMD_DOWN_WRITE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_SLEEP);
+	res->writers_queued = rwsem_count_waiters(&h.sem, RWSEM_WAITING_FOR_WRITE);
+
+	actor_do(&r, CMD_UP_READ);			/* the drop wakes W */
+	actor_expect(&r, EV_DONE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_WOKEN);
+	actor_release(&w);				/* W retries first ... */
+	actor_expect(&w, EV_DONE);			/* ... and wins */
+
+	actor_do(&r, retake);				/* R's re-take comes late */
+	res->reader_stole =
+		actor_wait(&r, EVBIT(EV_DONE) | EVBIT(RWSEM_HOOK_READ_QUEUED)) == EV_DONE;
+	cr_assert(!res->reader_stole, "R got the lock while W held it for writing");
+	actor_do(&w, CMD_UP_WRITE);
+	actor_expect(&w, EV_DONE);
+	actor_expect(&r, EV_DONE);			/* granted by W's up_write() */
+	res->r_seq = r.acquired_at;
+	actor_do(&r, CMD_UP_READ);
+	actor_expect(&r, EV_DONE);
+	finish(&h, res, &r, &w);
+}
+
+/*
+ * A reader's handoff (rwsem_rlock_handoff in rwsem_mark_wake()). A holds
+ * the lock, W queues; A drops (waking W, held after its wakeup) and steals
+ * the lock back; B arrives as a second reader and the guard queues it
+ * behind W. After B's timeout, A drops again and is held before its
+ * rwsem_wake(); W retries in that gap and takes the lock, which makes B
+ * the first waiter. A's rwsem_wake() then tries to grant B, finds a
+ * writer owner, and, B having waited past its timeout, sets
+ * RWSEM_FLAG_HANDOFF on B's behalf. W's up_write() grants B.
+ */
+void scenario_reader_handoff(struct order_result *res)
+{
+	const long long timeout = 100LL * 1000000;	/* 100 ms */
+	struct harness h;
+	struct actor a, b, w;
+	long long b_queued_by;
+
+	*res = (struct order_result){ 0 };
+	harness_init(&h, RWSEM_STEAL, timeout);
+	actor_start(&a, &h, "A");
+	actor_start(&b, &h, "B");
+	actor_start(&w, &h, "W");
+
+	actor_do(&a, CMD_DOWN_READ);
+	actor_expect(&a, EV_DONE);
+	actor_arm(&w, RWSEM_HOOK_WRITE_WOKEN);
+	actor_do(&w, CMD_DOWN_WRITE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_SLEEP);
+
+	actor_do(&a, CMD_UP_READ);			/* drop: W woken, held */
+	actor_expect(&a, EV_DONE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_WOKEN);
+	actor_do(&a, CMD_DOWN_READ);			/* A steals it back */
+	actor_expect(&a, EV_DONE);
+	cr_assert_eq(rwsem_event(&h.sem, LOCKEVENT_rwsem_rlock_steal), 1);
+
+	actor_do(&b, CMD_DOWN_READ);			/* rcnt 2: the guard queues B */
+	actor_expect(&b, RWSEM_HOOK_READ_QUEUED);
+	b_queued_by = sched_clock_ns();
+	cr_assert_eq(rwsem_count_waiters(&h.sem, RWSEM_WAITING_FOR_READ), 1);
+
+	wait_until_ns(b_queued_by + timeout + 1000000);
+	actor_arm(&a, RWSEM_HOOK_UP_READ_WAKE);
+	actor_do(&a, CMD_UP_READ);			/* drop again, held before rwsem_wake() */
+	actor_expect(&a, RWSEM_HOOK_UP_READ_WAKE);
+	actor_release(&w);				/* W wins the gap */
+	actor_expect(&w, EV_DONE);
+	actor_release(&a);				/* rwsem_wake(): B is first, W owns */
+	actor_expect(&a, EV_DONE);
+	cr_assert(atomic_load(&h.sem.count) & RWSEM_FLAG_HANDOFF,
+		  "HANDOFF not set for the timed-out reader (count 0x%lx)",
+		  atomic_load(&h.sem.count));
+
+	actor_do(&w, CMD_UP_WRITE);
+	actor_expect(&w, EV_DONE);
+	actor_expect(&b, EV_DONE);			/* granted by W's up_write() */
+	res->r_seq = b.acquired_at;
+	cr_assert_eq(atomic_load(&h.sem.count), RWSEM_READER_BIAS,
+		     "B alone should hold it, flags clear (count 0x%lx)",
+		     atomic_load(&h.sem.count));
+	actor_do(&b, CMD_UP_READ);
+	actor_expect(&b, EV_DONE);
+	actor_stop(&a);
+	finish(&h, res, &b, &w);
 }

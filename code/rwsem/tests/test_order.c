@@ -72,3 +72,42 @@ Test(order, writer_gets_lock_through_handoff)
 		     res.wlock_handoffs);
 	cr_assert_lt(res.w_seq, res.r_seq, "writer should win round 2");
 }
+
+/* The race the writer wins: it retries between R's drop and R's re-take. */
+Test(order, writer_wins_race_reader_queues)
+{
+	struct order_result res;
+
+	scenario_writer_wins_race(CMD_DOWN_READ, &res);
+	cr_assert_eq(res.writers_queued, 1);
+	cr_assert(!res.reader_stole);
+	cr_assert_eq(res.steals, 0, "rwsem_rlock_steal = %ld", res.steals);
+	cr_assert_eq(res.nosteals, 0, "no steal was possible, none declined");
+	cr_assert_lt(res.w_seq, res.r_seq, "writer (%ld) should beat reader (%ld)",
+		     res.w_seq, res.r_seq);
+}
+
+/* rwsem_rlock_nosteal counts the steals a policy declined, as patch 3 does. */
+Test(order, nosteal_counts_declined_steal)
+{
+	struct order_result res;
+
+	scenario_drop_retake(RWSEM_STEAL, CMD_DOWN_READ_NOSTEAL, &res);
+	cr_assert_eq(res.nosteals, 1, "rwsem_rlock_nosteal = %ld", res.nosteals);
+	scenario_drop_retake(RWSEM_WRITER_FIRST, CMD_DOWN_READ, &res);
+	cr_assert_eq(res.nosteals, 1, "rwsem_rlock_nosteal = %ld", res.nosteals);
+	scenario_drop_retake(RWSEM_STEAL, CMD_DOWN_READ, &res);
+	cr_assert_eq(res.nosteals, 0, "stock stole: nothing declined");
+}
+
+/* A timed-out reader at the head sets HANDOFF when a writer got in first. */
+Test(order, reader_handoff_after_writer_wins_gap)
+{
+	struct order_result res;
+
+	scenario_reader_handoff(&res);
+	cr_assert_eq(res.rlock_handoffs, 1, "rwsem_rlock_handoff = %ld",
+		     res.rlock_handoffs);
+	cr_assert_eq(res.wlock_handoffs, 0, "the writer never needed a handoff");
+	cr_assert_lt(res.w_seq, res.r_seq, "B is granted after W");
+}

@@ -122,7 +122,11 @@ fi
 SERIES_HASH=$( { echo "$VKEY"; for p in "${PATCHES[@]}"; do echo "== $p"; cat "$PATCHDIR/$p"; done; } |
 	sha256sum | cut -c1-16)
 # Without --debug this is the hash it always was (cached builds stay valid).
-CFG_HASH=$( { echo "$VKEY"; cat "${FRAGS[@]}"; } | sha256sum | cut -c1-12)
+# Of config.debug only the option lines count: editing a comment there does
+# not force a full rebuild of the debug kernel.
+CFG_HASH=$( { echo "$VKEY"; cat "$FRAG"
+	[ "$DEBUG" = 0 ] || grep -E '^(CONFIG_[A-Za-z0-9_]+=.*|# CONFIG_[A-Za-z0-9_]+ is not set)$' "$HERE/config.debug"
+	} | sha256sum | cut -c1-12)
 KEY=$( { echo "$VKEY"; echo "$SERIES_HASH"; echo "$CFG_HASH"; } | sha256sum | cut -c1-16)
 TREE=$CACHE/tree/$VKEY
 OBJ=$CACHE/obj/$VKEY-c$CFG_HASH

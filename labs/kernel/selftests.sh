@@ -18,7 +18,7 @@ FULL_SETTINGS=(
 )
 QUICK_SETTINGS=(
 	"defaults|"
-	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0"
+	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0"
 )
 FULL_TYPES=khugepaged:anon,madvise:anon
 QUICK_TYPES=khugepaged:anon
@@ -33,7 +33,7 @@ and runs the 6.12 khugepaged selftest in the guest:
       defaults, rwsem_steal_policy=0, rwsem_steal_policy=2,
       khugepaged_per_slot_cursor=0, khugepaged_skip_batch=0
   --quick (make test): $QUICK_TYPES under the defaults and with all
-      three knobs at their stock value (0)
+      four knobs at their stock value (0)
 Cases that need swap (collapse_swapin_single_pte, collapse_max_ptes_swap)
 are reported as known-skipped; any other failure fails the run.
 Logs: build/selftests/<setting>.{jsonl,console.log}.

@@ -262,6 +262,36 @@ local function CodeBlock(el)
   return nil
 end
 
+-- Chapter numbers come from the file names (chapters/07-x.md is chapter 7
+-- even while chapter 6 is not written yet), so a chapter, its lab
+-- (labs/07-x) and its cross-references agree. Pandoc's --number-sections
+-- keeps a header's own `number` attribute: set it on every numbered header,
+-- NN for the chapter, NN.k and NN.k.j below it; .unnumbered ones are skipped
+-- as pandoc skips them.
+local function number_sections(blocks)
+  local out, nn, count = {}, nil, {}
+  for _, b in ipairs(blocks) do
+    if b.t == "Div" and b.classes:includes("mmlocks-chapter") then
+      nn, count = tonumber(b.attributes.nn), {}
+    else
+      if b.t == "Header" and nn and not b.classes:includes("unnumbered") then
+        if b.level == 1 then
+          count = {}
+          b.attributes.number = tostring(nn)
+        else
+          count[b.level] = (count[b.level] or 0) + 1
+          for l = b.level + 1, 6 do count[l] = nil end
+          local parts = { tostring(nn) }
+          for l = 2, b.level do parts[#parts + 1] = tostring(count[l] or 0) end
+          b.attributes.number = table.concat(parts, ".")
+        end
+      end
+      out[#out + 1] = b
+    end
+  end
+  return out
+end
+
 -- Expand book.md's chapter list.
 local function Pandoc(doc)
   local blocks = {}
@@ -274,12 +304,16 @@ local function Pandoc(doc)
         Code = function(c)
           local t = read_file(c.text)
           if not t then fail("chapter listed in book.md not found: " .. c.text) end
-          texts[#texts + 1] = refs.tag_source(t, c.text)
+          local nn = c.text:match("chapters/(%d+)%-[^/]*%.md$")
+          if not nn then fail("chapter file not named chapters/NN-slug.md: " .. c.text) end
+          -- An empty div marks where each chapter starts, for number_sections().
+          texts[#texts + 1] = "::: {.mmlocks-chapter nn=" .. nn .. "}\n:::\n\n"
+            .. refs.tag_source(t, c.text)
         end,
       })
       if #texts == 0 then fail("book.md: the .chapters list is empty") end
       local chapters = pandoc.read(table.concat(texts, "\n\n"), "markdown", PANDOC_READER_OPTIONS)
-      for _, cb in ipairs(chapters.blocks) do blocks[#blocks + 1] = cb end
+      for _, cb in ipairs(number_sections(chapters.blocks)) do blocks[#blocks + 1] = cb end
     else
       blocks[#blocks + 1] = b
     end

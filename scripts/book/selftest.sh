@@ -25,8 +25,8 @@ filter=$PWD/scripts/book/mmlocks.lua
 pass=0 fail=0
 check() { # check NAME EXPECT(ok|fail) EXPECTED-TEXT CHAPTER-BODY
   local name=$1 expect=$2 text=$3
-  printf '# T\n\n%s\n' "$4" > "$tmp/chapters/c.md"
-  printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/c.md`\n:::\n' > "$tmp/book.md"
+  printf '# T\n\n%s\n' "$4" > "$tmp/chapters/01-c.md"
+  printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/01-c.md`\n:::\n' > "$tmp/book.md"
   local out rc
   out=$(cd "$tmp" && pandoc book.md --lua-filter "$filter" -t markdown 2>&1); rc=$?
   if [ "$expect" = ok ] && [ $rc -eq 0 ] && grep -qF -- "$text" <<<"$out"; then
@@ -53,6 +53,19 @@ printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/gone.md`\n:::\n' > "
 if (cd "$tmp" && pandoc book.md --lua-filter "$filter" -t html 2>&1) | grep -qF "chapter listed in book.md not found: chapters/gone.md"; then
   echo "  ok   missing chapter"; pass=$((pass + 1))
 else echo "  FAIL missing chapter"; fail=$((fail + 1)); fi
+# Chapter numbers come from file names: 07 is chapter 7 even with no 06.
+printf '# Seven\n\n## B\n\n### C\n\n## D {.unnumbered}\n\n## E\n' > "$tmp/chapters/07-s.md"
+printf '# One\n\n## A\n' > "$tmp/chapters/01-o.md"
+printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/01-o.md`\n- `chapters/07-s.md`\n:::\n' > "$tmp/book.md"
+nums=$(cd "$tmp" && pandoc book.md --lua-filter "$filter" --number-sections -t html 2>&1 | grep -o 'data-number="[^"]*"' | tr '\n' ' ')
+if [ "$nums" = 'data-number="1" data-number="1.1" data-number="7" data-number="7.1" data-number="7.1.1" data-number="7.2" ' ]; then
+  echo "  ok   chapter numbers from file names"; pass=$((pass + 1))
+else echo "  FAIL chapter numbers from file names: $nums"; fail=$((fail + 1)); fi
+printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/c.md`\n:::\n' > "$tmp/book.md"
+printf '# T\n' > "$tmp/chapters/c.md"
+if (cd "$tmp" && pandoc book.md --lua-filter "$filter" -t html 2>&1) | grep -qF "chapter file not named chapters/NN-slug.md: chapters/c.md"; then
+  echo "  ok   chapter file without a number"; pass=$((pass + 1))
+else echo "  FAIL chapter file without a number"; fail=$((fail + 1)); fi
 
 # ---- references: fixture runs R1 and R2 of "demo", a failed run of "broken"
 mkrun() { # mkrun EXP RUN OK JSONL
@@ -96,9 +109,9 @@ check "reftable"           ok   "912${NB}µs"    '::: {.reftable exp=demo sel="t
 check "results + ref box"  ok   "Our reference run" '::: {.results experiment="demo" reference="R2"}
 not measured
 :::'
-check "missing run"        fail "chapters/c.md:3: reference run 'R9' of experiment 'demo' not found (have: R1, R2)" \
+check "missing run"        fail "chapters/01-c.md:3: reference run 'R9' of experiment 'demo' not found (have: R1, R2)" \
   "[]{.ref exp=demo run=R9 $P1 field=writer_p99_us}"
-check "missing experiment" fail "chapters/c.md:4: no reference runs of experiment 'zzz'" "text
+check "missing experiment" fail "chapters/01-c.md:4: no reference runs of experiment 'zzz'" "text
 []{.ref exp=zzz run=R1 $P1 field=writer_p99_us}"
 check "missing field"      fail "field 'nope' not found" "[]{.ref exp=demo run=R1 $P1 field=nope}"
 check "no record"          fail "no record of reference/demo/R1 matches" '[]{.ref exp=demo run=R1 sel="policy=7" field=steals}'

@@ -111,7 +111,16 @@ class Chrome:
             self.proc.kill()
 
 
-def check_view(chrome, url, name, width, height, mobile, scheme, out):
+def shoot(chrome, session, path, clip=None):
+    params = {"format": "png"}
+    if clip:
+        params["clip"] = clip
+    shot = chrome.send("Page.captureScreenshot", params, session)
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+
+
+def check_view(chrome, url, name, width, height, mobile, scheme, out, labels):
     problems = []
     target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     s = chrome.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -126,10 +135,18 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out):
     js = open(os.path.join(HERE, "browser-check.js")).read()
     r = chrome.send("Runtime.evaluate", {"expression": js, "awaitPromise": True,
                                          "returnByValue": True}, s)
+    figures = []
     if "exceptionDetails" in r:
         problems.append(f"the check itself failed: {r['exceptionDetails'].get('text')}")
     else:
-        problems += r["result"]["value"]
+        for p in r["result"]["value"]:
+            if isinstance(p, dict):
+                figures = p["figures"]
+            elif p.startswith("info: "):
+                fig, col, full = p[6:].split()
+                labels.setdefault(fig, {})[name] = (float(col), float(full))
+            else:
+                problems.append(p)
     file_url = url.split("#")[0]
     for m in chrome.events:
         if m.get("sessionId") != s:
@@ -146,9 +163,15 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out):
             u = p["request"]["url"]
             if u != file_url and not u.startswith(("data:", "blob:", "about:")):
                 problems.append("request outside the file: " + u[:100])
-    shot = chrome.send("Page.captureScreenshot", {"format": "png"}, s)
-    with open(os.path.join(out, f"book-{name}.png"), "wb") as f:
-        f.write(base64.b64decode(shot["data"]))
+    shoot(chrome, s, os.path.join(out, f"book-{name}.png"))
+    if scheme == "light":	# each figure in the column, and opened full size
+        for fig in figures:	# at the top of the screen, as much as fits
+            chrome.send("Runtime.evaluate", {"expression": f"location.hash = ''; scrollTo(0, {fig['y']})"}, s)
+            clip = {"x": fig["x"], "y": fig["y"], "width": fig["w"], "height": min(fig["h"], height), "scale": 1}
+            shoot(chrome, s, os.path.join(out, f"{fig['id']}-{name}.png"), clip)
+            if mobile:
+                chrome.send("Runtime.evaluate", {"expression": f"location.hash = '{fig['id']}-full'"}, s)
+                shoot(chrome, s, os.path.join(out, f"{fig['id']}-{name}-full.png"))
     chrome.send("Target.closeTarget", {"targetId": target})
     return problems
 
@@ -217,12 +240,12 @@ def main(argv):
 def run(html, out):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(out, exist_ok=True)
-    total = 0
+    total, labels = 0, {}
     with tempfile.TemporaryDirectory(prefix="browser-check.") as profile:
         chrome = Chrome(exe, profile)
         try:
             for name, w, h, mobile, scheme in VIEWS:
-                for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out):
+                for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out, labels):
                     print(f"  {name} px: {p}")
                     total += 1
         except (TimeoutError, EOFError, RuntimeError) as e:
@@ -230,7 +253,13 @@ def run(html, out):
             return 1
         finally:
             chrome.close()
-    print(f"browser-check: {total} problem(s); screenshots {out}/book-{{1280,390,1280-dark}}.png")
+    if labels:
+        print("smallest figure label, px: in the column at 1280 / at 390 / opened full size")
+        for fig, v in labels.items():
+            col = " / ".join(f"{v[n][0]:4.1f}" if n in v else "   -" for n in ("1280", "390"))
+            print(f"  {col} / {max(x[1] for x in v.values()):4.1f}  {fig}")
+    print(f"browser-check: {total} problem(s); screenshots {out}/book-{{1280,390,1280-dark}}.png"
+          + (f", each figure in {out}/fig-*-{{1280,390,390-full}}.png" if labels else ""))
     return 1 if total else 0
 
 

@@ -13,8 +13,13 @@ broken '#' link, an image that does not decode, a console error or uncaught
 exception, a request for anything outside the file, a table or listing
 wider than its column without a visible scroll cue, a code token with
 less than 4.5:1 contrast on its background, a page wider than the
-viewport. Saves DIR/book-1280.png, book-390.png and book-1280-dark.png
-(the first screen) for a person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
+viewport, a figure (mmlocks.lua's figure.zoomable) that does not open
+full size or whose smallest SVG label is below 9 px, in the column at
+1280 px or opened full size. Prints each figure's smallest label in px.
+Saves DIR/book-1280.png, book-390.png and book-1280-dark.png (the first
+screen), and DIR/FIGURE-1280.png, FIGURE-390.png and FIGURE-390-full.png
+(each figure in the column, and opened full size on the phone) for a
+person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
 bad usage or when Chromium is missing. Every wait is bounded (60 s).
 """
 import base64
@@ -183,11 +188,16 @@ BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title
 <p><img src="http://mmlocks.invalid/x.png" alt="outside"></p>
 <table><tr><td style="white-space: nowrap">%s</td></tr></table>
 <pre style="overflow-x: auto">%s</pre>
+<figure id="fig-bad" class="zoomable"><span class="zoom-target" id="fig-bad-full"></span><a
+class="zoom" href="#fig-bad-full"><img width="400" alt="tiny labels, no overlay"
+src="data:image/svg+xml;base64,%s"></a></figure>
 <script>console.error("a console error");</script>
-</body></html>""" % ("wide " * 200, "long " * 200)
+</body></html>""" % ("wide " * 200, "long " * 200, base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="2000pt" height="100pt" viewBox="0 0 2000 100">'
+    b'<text x="10" y="50" font-size="10">2 px in a 400 px image</text></svg>').decode())
 KINDS = ("broken # link", "image does not decode", "request outside the file",
          "wider than its column", "page wider than the viewport", "console error",
-         "low contrast")
+         "low contrast", "figure does not open full size", "figure label smaller than")
 
 
 def self_test(out):

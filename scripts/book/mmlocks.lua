@@ -15,10 +15,12 @@
 --  5. Measured numbers by reference (refs.lua): []{.ref ...} spans,
 --     ::: {.refs} defaults, ::: {.reftable} tables, and an appendix
 --     "Reference runs" listing every run the document quotes.
---  6. In HTML every figure opens full size, without JavaScript: the image is
+--  6. Every figure opens full size, without JavaScript. In HTML the image is
 --     a link to #fig-NAME-full, an empty span in the figure; book.css turns
 --     the link into a scrolling overlay while that span is the :target, with
 --     the image at its own width (the SVG's, set as the width attribute).
+--     In EPUB the image links to its own file, which epub-figures.py makes
+--     a page of the book (an SVG content document outside the reading order).
 
 local refs = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "refs.lua")
 
@@ -253,7 +255,8 @@ end
 
 local figure_ids = {}
 local function Figure(para)
-  if not FORMAT:match("^html") then return nil end
+  local epub = FORMAT:match("^epub")
+  if not FORMAT:match("^html") and not epub then return nil end
   local img = para.content[1]
   if #para.content ~= 1 or img.t ~= "Image" or not img.title:match("^fig:") then return nil end
   -- fig-NAME for diagrams/NAME.dot, else fig- and the path (build/plots/x.svg:
@@ -270,7 +273,17 @@ local function Figure(para)
                             pandoc.Attr(img.identifier, img.classes, attrs))
   local raw = function(s) return pandoc.RawInline("html", s) end
   local caption = pandoc.List(img.caption)
-  caption:extend({ pandoc.Space(), raw('<a class="zoom-hint" href="#' .. id .. '-full">(full size)</a>') })
+  local href = epub and img.src or "#" .. id .. "-full"
+  caption:extend({ pandoc.Space(), raw('<a class="zoom-hint" href="' .. href .. '">(full size)</a>') })
+  if epub then
+    return {
+      pandoc.RawBlock("html", '<figure id="' .. id .. '" class="zoomable">'),
+      pandoc.Plain({ raw('<a class="zoom" href="' .. href .. '">'), full, raw("</a>") }),
+      pandoc.RawBlock("html", "<figcaption>"),
+      pandoc.Plain(caption),
+      pandoc.RawBlock("html", "</figcaption></figure>"),
+    }
+  end
   return {
     pandoc.RawBlock("html", '<figure id="' .. id .. '" class="zoomable">'),
     pandoc.Plain({ raw('<span class="zoom-target" id="' .. id .. '-full"></span>'),

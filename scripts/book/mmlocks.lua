@@ -269,26 +269,21 @@ local function Figure(para)
   for k, v in pairs(img.attributes) do attrs[k] = v end
   local w = img.src:match("%.svg$") and svg_width_px(img.src)
   if w and not attrs.width then attrs.width = tostring(w) end
-  local full = pandoc.Image(img.caption, img.src, img.title:sub(5),
-                            pandoc.Attr(img.identifier, img.classes, attrs))
+  local image = pandoc.Image(img.caption, img.src, img.title:sub(5),
+                             pandoc.Attr(img.identifier, img.classes, attrs))
   local raw = function(s) return pandoc.RawInline("html", s) end
   local caption = pandoc.List(img.caption)
   local href = epub and img.src or "#" .. id .. "-full"
   caption:extend({ pandoc.Space(), raw('<a class="zoom-hint" href="' .. href .. '">(full size)</a>') })
-  if epub then
-    return {
-      pandoc.RawBlock("html", '<figure id="' .. id .. '" class="zoomable">'),
-      pandoc.Plain({ raw('<a class="zoom" href="' .. href .. '">'), full, raw("</a>") }),
-      pandoc.RawBlock("html", "<figcaption>"),
-      pandoc.Plain(caption),
-      pandoc.RawBlock("html", "</figcaption></figure>"),
-    }
+  local body = { raw('<a class="zoom" href="' .. href .. '">'), image, raw("</a>") }
+  if not epub then	-- the overlay's :target and its Close link
+    body = { raw('<span class="zoom-target" id="' .. id .. '-full"></span>'),
+             raw('<a class="zoom" href="' .. href .. '" title="Open full size">'), image,
+             raw('</a><a class="zoom-close" href="#' .. id .. '">Close</a>') }
   end
   return {
     pandoc.RawBlock("html", '<figure id="' .. id .. '" class="zoomable">'),
-    pandoc.Plain({ raw('<span class="zoom-target" id="' .. id .. '-full"></span>'),
-                   raw('<a class="zoom" href="#' .. id .. '-full" title="Open full size">'), full,
-                   raw('</a><a class="zoom-close" href="#' .. id .. '">Close</a>') }),
+    pandoc.Plain(body),
     pandoc.RawBlock("html", "<figcaption>"),
     pandoc.Plain(caption),
     pandoc.RawBlock("html", "</figcaption></figure>"),

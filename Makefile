@@ -59,7 +59,7 @@ build/book.epub: FORCE $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
-	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && mv $@.tmp $@
+	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && scripts/book/epub-figures.py $@.tmp && mv $@.tmp $@
 
 # The PDF: headless Chromium prints the HTML with book.css's print rules
 # (chapters on new pages, page numbers, tables whole) and an outline.

@@ -95,5 +95,48 @@
     bad("page wider than the viewport", pw + " px at " + w + " px" +
         (worst ? ", widest: " + describe(worst.el) : ""));
   }
+  /* 6. Figures (mmlocks.lua's figure.zoomable): the smallest label is
+   * >= 9 px in the column on a desktop, and the figure opens full size
+   * (its :target overlay shows the image at its own width), where the
+   * smallest label is >= 9 px too. Sizes come from the SVG's font-size
+   * values and viewBox, scaled by the width the image is drawn at; each
+   * figure also yields an "info" entry with them, and its rectangle for a
+   * screenshot. */
+  var MIN_PX = 9, desktop = w >= 1000, figs = [];
+  function svgLabels(img) {
+    var src = img.getAttribute("src") || "", m = src.match(/^data:image\/svg\+xml;base64,(.*)$/);
+    if (!m) return null;
+    /* font sizes of text and groups, not of a tspan (an exponent, 10^6) */
+    var svg = new DOMParser().parseFromString(atob(m[1]), "image/svg+xml").documentElement, sizes = [];
+    svg.querySelectorAll("[font-size], [style*=font-size]").forEach(function (e) {
+      var f = e.getAttribute("font-size") || (e.getAttribute("style").match(/font-size:\s*([\d.]+)/) || [])[1];
+      if (e.tagName !== "tspan" && parseFloat(f) > 0) sizes.push(parseFloat(f));
+    });
+    var vb = (svg.getAttribute("viewBox") || "").trim().split(/[\s,]+/);
+    return sizes.length && vb.length === 4 ? { font: Math.min.apply(null, sizes), units: +vb[2] } : null;
+  }
+  document.querySelectorAll("figure.zoomable").forEach(function (fig) {
+    var img = fig.querySelector("a.zoom img"), target = document.getElementById(fig.id + "-full");
+    if (!img || !target) { bad("figure does not open full size", fig.id + ": no zoom link or target"); return; }
+    location.hash = "";	/* the last figure's overlay is out of the flow */
+    var l = svgLabels(img), r = fig.getBoundingClientRect();
+    var inCol = l ? l.font * img.getBoundingClientRect().width / l.units : 0;
+    figs.push({ id: fig.id, x: r.left, y: r.top + scrollY, w: r.width, h: r.height });
+    location.hash = fig.id + "-full";
+    var link = fig.querySelector("a.zoom"), open = getComputedStyle(link).position === "fixed";
+    var natural = +img.getAttribute("width") || img.naturalWidth;
+    var full = l ? l.font * img.getBoundingClientRect().width / l.units : 0;
+    if (!open || img.getBoundingClientRect().width < natural - 1)
+      bad("figure does not open full size", fig.id + (open ? ": drawn " +
+          Math.round(img.getBoundingClientRect().width) + " px wide, not " + natural : ": no overlay"));
+    else if (l && full < MIN_PX)
+      bad("figure label smaller than " + MIN_PX + " px", fig.id + " at full size: " + full.toFixed(1) + " px");
+    if (l && desktop && inCol < MIN_PX)
+      bad("figure label smaller than " + MIN_PX + " px", fig.id + " in the column: " + inCol.toFixed(1) +
+          " px (font " + l.font + " in a " + l.units + "-unit SVG drawn " + Math.round(img.width) + " px wide)");
+    if (l) problems.push("info: " + fig.id + " " + inCol.toFixed(1) + " " + full.toFixed(1));
+  });
+  if (figs.length) { location.hash = ""; scrollTo(0, 0); }
+  problems.push({ figures: figs });
   return problems;
 })()

@@ -13,8 +13,13 @@ broken '#' link, an image that does not decode, a console error or uncaught
 exception, a request for anything outside the file, a table or listing
 wider than its column without a visible scroll cue, a code token with
 less than 4.5:1 contrast on its background, a page wider than the
-viewport. Saves DIR/book-1280.png, book-390.png and book-1280-dark.png
-(the first screen) for a person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
+viewport, a figure (mmlocks.lua's figure.zoomable) that does not open
+full size or whose smallest SVG label is below 9 px, in the column at
+1280 px or opened full size. Prints each figure's smallest label in px.
+Saves DIR/book-1280.png, book-390.png and book-1280-dark.png (the first
+screen), and DIR/FIGURE-1280.png, FIGURE-390.png and FIGURE-390-full.png
+(each figure in the column, and opened full size on the phone) for a
+person to look at. Exit 0 when nothing was found, 1 otherwise, 2 on
 bad usage or when Chromium is missing. Every wait is bounded (60 s).
 """
 import base64
@@ -111,7 +116,16 @@ class Chrome:
             self.proc.kill()
 
 
-def check_view(chrome, url, name, width, height, mobile, scheme, out):
+def shoot(chrome, session, path, clip=None):
+    params = {"format": "png"}
+    if clip:
+        params["clip"] = clip
+    shot = chrome.send("Page.captureScreenshot", params, session)
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+
+
+def check_view(chrome, url, name, width, height, mobile, scheme, out, labels):
     problems = []
     target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     s = chrome.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -126,10 +140,18 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out):
     js = open(os.path.join(HERE, "browser-check.js")).read()
     r = chrome.send("Runtime.evaluate", {"expression": js, "awaitPromise": True,
                                          "returnByValue": True}, s)
+    figures = []
     if "exceptionDetails" in r:
         problems.append(f"the check itself failed: {r['exceptionDetails'].get('text')}")
     else:
-        problems += r["result"]["value"]
+        for p in r["result"]["value"]:
+            if isinstance(p, dict):
+                figures = p["figures"]
+            elif p.startswith("info: "):
+                fig, col, full = p[6:].split()
+                labels.setdefault(fig, {})[name] = (float(col), float(full))
+            else:
+                problems.append(p)
     file_url = url.split("#")[0]
     for m in chrome.events:
         if m.get("sessionId") != s:
@@ -146,9 +168,15 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out):
             u = p["request"]["url"]
             if u != file_url and not u.startswith(("data:", "blob:", "about:")):
                 problems.append("request outside the file: " + u[:100])
-    shot = chrome.send("Page.captureScreenshot", {"format": "png"}, s)
-    with open(os.path.join(out, f"book-{name}.png"), "wb") as f:
-        f.write(base64.b64decode(shot["data"]))
+    shoot(chrome, s, os.path.join(out, f"book-{name}.png"))
+    if scheme == "light":	# each figure in the column, and opened full size
+        for fig in figures:	# at the top of the screen, as much as fits
+            chrome.send("Runtime.evaluate", {"expression": f"location.hash = ''; scrollTo(0, {fig['y']})"}, s)
+            clip = {"x": fig["x"], "y": fig["y"], "width": fig["w"], "height": min(fig["h"], height), "scale": 1}
+            shoot(chrome, s, os.path.join(out, f"{fig['id']}-{name}.png"), clip)
+            if mobile:
+                chrome.send("Runtime.evaluate", {"expression": f"location.hash = '{fig['id']}-full'"}, s)
+                shoot(chrome, s, os.path.join(out, f"{fig['id']}-{name}-full.png"))
     chrome.send("Target.closeTarget", {"targetId": target})
     return problems
 
@@ -160,11 +188,16 @@ BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title
 <p><img src="http://mmlocks.invalid/x.png" alt="outside"></p>
 <table><tr><td style="white-space: nowrap">%s</td></tr></table>
 <pre style="overflow-x: auto">%s</pre>
+<figure id="fig-bad" class="zoomable"><span class="zoom-target" id="fig-bad-full"></span><a
+class="zoom" href="#fig-bad-full"><img width="400" alt="tiny labels, no overlay"
+src="data:image/svg+xml;base64,%s"></a></figure>
 <script>console.error("a console error");</script>
-</body></html>""" % ("wide " * 200, "long " * 200)
+</body></html>""" % ("wide " * 200, "long " * 200, base64.b64encode(
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="2000pt" height="100pt" viewBox="0 0 2000 100">'
+    b'<text x="10" y="50" font-size="10">2 px in a 400 px image</text></svg>').decode())
 KINDS = ("broken # link", "image does not decode", "request outside the file",
          "wider than its column", "page wider than the viewport", "console error",
-         "low contrast")
+         "low contrast", "figure does not open full size", "figure label smaller than")
 
 
 def self_test(out):
@@ -217,12 +250,12 @@ def main(argv):
 def run(html, out):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(out, exist_ok=True)
-    total = 0
+    total, labels = 0, {}
     with tempfile.TemporaryDirectory(prefix="browser-check.") as profile:
         chrome = Chrome(exe, profile)
         try:
             for name, w, h, mobile, scheme in VIEWS:
-                for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out):
+                for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out, labels):
                     print(f"  {name} px: {p}")
                     total += 1
         except (TimeoutError, EOFError, RuntimeError) as e:
@@ -230,7 +263,13 @@ def run(html, out):
             return 1
         finally:
             chrome.close()
-    print(f"browser-check: {total} problem(s); screenshots {out}/book-{{1280,390,1280-dark}}.png")
+    if labels:
+        print("smallest figure label, px: in the column at 1280 / at 390 / opened full size")
+        for fig, v in labels.items():
+            col = " / ".join(f"{v[n][0]:4.1f}" if n in v else "   -" for n in ("1280", "390"))
+            print(f"  {col} / {max(x[1] for x in v.values()):4.1f}  {fig}")
+    print(f"browser-check: {total} problem(s); screenshots {out}/book-{{1280,390,1280-dark}}.png"
+          + (f", each figure in {out}/fig-*-{{1280,390,390-full}}.png" if labels else ""))
     return 1 if total else 0
 
 

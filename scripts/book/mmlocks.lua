@@ -15,6 +15,12 @@
 --  5. Measured numbers by reference (refs.lua): []{.ref ...} spans,
 --     ::: {.refs} defaults, ::: {.reftable} tables, and an appendix
 --     "Reference runs" listing every run the document quotes.
+--  6. Every figure opens full size, without JavaScript. In HTML the image is
+--     a link to #fig-NAME-full, an empty span in the figure; book.css turns
+--     the link into a scrolling overlay while that span is the :target, with
+--     the image at its own width (the SVG's, set as the width attribute).
+--     In EPUB the image links to its own file, which epub-figures.py makes
+--     a page of the book (an SVG content document outside the reading order).
 
 local refs = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "refs.lua")
 
@@ -234,6 +240,56 @@ local function Image(img)
   return nil
 end
 
+-- The width an SVG asks for, in CSS px: its width attribute (pt or px),
+-- else its viewBox (gnuplot writes only a viewBox). nil if it has neither.
+local function svg_width_px(path)
+  local tag = (read_file(path) or ""):match("<svg[^>]*>")
+  if not tag then return nil end
+  local w, unit = tag:match('%swidth="([%d%.]+)(%a*)"')
+  if w and (unit == "pt" or unit == "px" or unit == "") then
+    return math.floor(tonumber(w) * (unit == "pt" and 4 / 3 or 1) + 0.5)
+  end
+  local vbw = tag:match('%sviewBox="%s*[%-%d%.]+[%s,]+[%-%d%.]+[%s,]+([%d%.]+)')
+  return vbw and math.floor(tonumber(vbw) + 0.5) or nil
+end
+
+local figure_ids = {}
+local function Figure(para)
+  local epub = FORMAT:match("^epub")
+  if not FORMAT:match("^html") and not epub then return nil end
+  local img = para.content[1]
+  if #para.content ~= 1 or img.t ~= "Image" or not img.title:match("^fig:") then return nil end
+  -- fig-NAME for diagrams/NAME.dot, else fig- and the path (build/plots/x.svg:
+  -- fig-plots-x; a reference run's plot: fig-reference-EXP-RUN-x)
+  local path = img.src:gsub("^build/", ""):gsub("^diagrams/", ""):gsub("%.%w+$", "")
+  local id = "fig-" .. path:gsub("[^%w%-_]", "-")
+  figure_ids[id] = (figure_ids[id] or 0) + 1
+  if figure_ids[id] > 1 then id = id .. "-" .. figure_ids[id] end
+  local attrs = {}
+  for k, v in pairs(img.attributes) do attrs[k] = v end
+  local w = img.src:match("%.svg$") and svg_width_px(img.src)
+  if w and not attrs.width then attrs.width = tostring(w) end
+  local image = pandoc.Image(img.caption, img.src, img.title:sub(5),
+                             pandoc.Attr(img.identifier, img.classes, attrs))
+  local raw = function(s) return pandoc.RawInline("html", s) end
+  local caption = pandoc.List(img.caption)
+  local href = epub and img.src or "#" .. id .. "-full"
+  caption:extend({ pandoc.Space(), raw('<a class="zoom-hint" href="' .. href .. '">(full size)</a>') })
+  local body = { raw('<a class="zoom" href="' .. href .. '">'), image, raw("</a>") }
+  if not epub then	-- the overlay's :target and its Close link
+    body = { raw('<span class="zoom-target" id="' .. id .. '-full"></span>'),
+             raw('<a class="zoom" href="' .. href .. '" title="Open full size">'), image,
+             raw('</a><a class="zoom-close" href="#' .. id .. '">Close</a>') }
+  end
+  return {
+    pandoc.RawBlock("html", '<figure id="' .. id .. '" class="zoomable">'),
+    pandoc.Plain(body),
+    pandoc.RawBlock("html", "<figcaption>"),
+    pandoc.Plain(caption),
+    pandoc.RawBlock("html", "</figcaption></figure>"),
+  }
+end
+
 local function Div(div)
   if div.classes:includes("results") then
     local exp = div.attributes.experiment
@@ -334,5 +390,6 @@ return {
   { Pandoc = Pandoc },
   { Div = refs.refs_div },
   { CodeBlock = CodeBlock, Image = Image, Div = Div, Span = refs.span },
+  { Para = Figure },
   { Pandoc = Appendix },
 }

@@ -108,7 +108,7 @@ void folio_destroy(struct folio *folio)
  * that PMD into PTEs (__split_huge_pmd()), which is where the model
  * starts. Like __do_huge_pmd_anonymous_page(), a new PMD-size folio goes
  * on the queue at once, as a candidate for the underused-THP shrinker
- * (deferred_split_folio(folio, false)), when split_underused_thp is set.
+ * (deferred_split_folio(folio, false)), if split_underused_thp is set.
  */
 /* region: fault */
 void do_anonymous_large_fault(struct folio *folio)
@@ -122,8 +122,8 @@ void do_anonymous_large_fault(struct folio *folio)
 			      memory_order_relaxed);
 	atomic_store_explicit(&folio->_refcount, nr, memory_order_relaxed);
 	atomic_store_explicit(&folio->freed, false, memory_order_release);
-	if (folio_order(folio) == HPAGE_PMD_ORDER && folio->ds->split_underused_thp)
-		deferred_split_folio(folio, false);
+	if (folio_order(folio) == HPAGE_PMD_ORDER)
+		deferred_split_folio(folio, false);	/* returns at once without split_underused_thp */
 }
 /* endregion: fault */
 

@@ -8,13 +8,13 @@ TestSuite(stress, .init = tt_watchdog);
 
 static void run(bool early_check)
 {
-	struct stress_cfg cfg = { .threads = 3, .folios = 4, .order = 4, .hits = 4,
-				  .ops = 4000, .early_check = early_check, .shrinker = true };
+	struct stress_cfg cfg = { .threads = 2, .folios = 3, .order = 4, .hits = 4,
+				  .ops = 2000, .early_check = early_check, .shrinker = true };
 	struct stress_result r;
 
 	stress_run(&cfg, &r);
 	cr_assert(r.ok, "%s", r.why);
-	cr_assert_eq(r.zaps, 3 * 4000);
+	cr_assert_eq(r.zaps, 2 * 2000);
 	cr_assert_gt(r.partial_unmaps, 0);
 	cr_assert_gt(r.checks, 0, "the shrinker checked the queue while it ran");
 	if (!early_check)

@@ -221,8 +221,8 @@ Test(lab07, todo3_unmapped_while_the_shrinker_holds_it)
 
 Test(lab07, todo3_stress_keeps_the_invariants)
 {
-	struct stress_cfg cfg = { .threads = 3, .folios = 4, .order = 4, .hits = 4,
-				  .ops = 3000, .early_check = true, .shrinker = true };
+	struct stress_cfg cfg = { .threads = 2, .folios = 3, .order = 4, .hits = 4,
+				  .ops = 1000, .early_check = true, .shrinker = true };
 	struct stress_result r;
 
 	stress_run(&cfg, &r);

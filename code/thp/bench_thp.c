@@ -10,6 +10,13 @@
 
 #include "thp.h"
 
+/* A thread that cannot start would leave the others waiting: stop here. */
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
 #define MAX_COUNTS 16
 #define MAX_THREADS 64
 #define MAX_RUNS 21
@@ -133,10 +140,12 @@ static int one_run(int nthreads, bool early_check, struct sample *s)
 	pthread_barrier_init(&r->start, NULL, nthreads + 1 + (opt.shrink_us > 0));
 	for (int i = 0; i < nthreads; i++) {
 		w[i] = (struct worker){ .r = r, .cpu = i + 1 };
-		pthread_create(&w[i].th, NULL, worker, &w[i]);
+		if (pthread_create(&w[i].th, NULL, worker, &w[i]))
+			die("pthread_create");
 	}
 	if (opt.shrink_us)
-		pthread_create(&sh, NULL, shrinker, r);
+		if (pthread_create(&sh, NULL, shrinker, r))
+			die("pthread_create");
 	pthread_barrier_wait(&r->start);
 	t0 = now_s();
 	nanosleep(&dur, NULL);
@@ -207,12 +216,16 @@ static int parse(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-static int parse_threads(char *s)
+static int parse_threads(const char *arg)
 {
+	char s[256], *save = NULL;
 	long v;
 
+	if (strlen(arg) >= sizeof(s))
+		return -1;
+	strcpy(s, arg);
 	opt.nthreads = 0;
-	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (opt.nthreads == MAX_COUNTS || parse(tok, 1, MAX_THREADS, &v))
 			return -1;
 		opt.threads[opt.nthreads++] = v;
@@ -230,6 +243,7 @@ int main(int argc, char **argv)
 	};
 	int c, bad = 0;
 	FILE *data = NULL;
+	char tmp[4096];
 
 	while (!bad && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -265,7 +279,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (opt.data && !(data = fopen(opt.data, "w"))) {
+	/* The data file appears whole or not at all: written aside, renamed. */
+	if (opt.data && (snprintf(tmp, sizeof(tmp), "%s.tmp", opt.data) >= (int)sizeof(tmp) ||
+			 !(data = fopen(tmp, "w")))) {
 		perror(opt.data);
 		return 1;
 	}
@@ -289,6 +305,10 @@ int main(int argc, char **argv)
 
 				if (one_run(opt.threads[t], pos == 0, &s)) {
 					fprintf(stderr, "bench_thp: out of memory\n");
+					if (data) {
+						fclose(data);
+						remove(tmp);
+					}
 					return 1;
 				}
 				rate[pos][run] = s.rate;
@@ -310,8 +330,9 @@ int main(int argc, char **argv)
 			fprintf(data, "%d %.0f %.0f %.0f %.0f %.0f %.0f\n", opt.threads[t],
 				med[0], lo[0], hi[0], med[1], lo[1], hi[1]);
 	}
-	if (data && fclose(data)) {
+	if (data && (fclose(data) || rename(tmp, opt.data))) {
 		perror(opt.data);
+		remove(tmp);
 		return 1;
 	}
 	return 0;

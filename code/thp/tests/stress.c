@@ -7,6 +7,13 @@
 #include "stress.h"
 #include "../thp.h"
 
+/* A thread that cannot start would leave the others waiting: stop here. */
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
 /*
  * A slot is a folio and a claim counter: a thread claims one of its
  * `hits` page ranges by bumping the counter, zaps it, and so several
@@ -140,10 +147,12 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 		atomic_init(&s.slot[i].claim, cfg->hits);
 	}
 	if (cfg->shrinker)
-		pthread_create(&shrinker, NULL, shrinker_main, &s);
+		if (pthread_create(&shrinker, NULL, shrinker_main, &s))
+			die("pthread_create");
 	for (int i = 0; i < cfg->threads; i++) {
 		w[i] = (struct worker){ .s = &s, .cpu = i + 1 };
-		pthread_create(&w[i].th, NULL, worker_main, &w[i]);
+		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]))
+			die("pthread_create");
 	}
 	for (int i = 0; i < cfg->threads; i++) {
 		pthread_join(w[i].th, NULL);

@@ -10,10 +10,10 @@
  * when [addr, addr + len) lies inside one VMA that the lock can serve,
  * and the mmap_lock otherwise. Under the VMA lock munmap() cannot free
  * the pages being copied: it write-locks the VMA (vma_start_write(),
- * which waits for us) before it zaps them. Like our 6.12 port, and
- * unlike the seed (whose GUP can fault under a VMA lock), the VMA-locked
- * path does not fault: at the first page that is not present it trades
- * the VMA lock for mmap_lock and goes on from there as 6.12 does.
+ * which waits for us) before it zaps them. Unlike the seed (its GUP
+ * can fault under a VMA lock; 6.12's cannot), the VMA-locked path does not
+ * fault: at the first page that is not present it trades the VMA lock for
+ * mmap_lock and goes on from there as 6.12 does.
  */
 
 /*
@@ -67,7 +67,7 @@ int access_remote_vm_vma(struct mm_struct *mm, unsigned long addr, void *buf, in
 				count_remote_event(mm, ACCESS_REMOTE_VM_FALLBACK_FAULT);
 				/* END TODO 2 */
 				mm_hook(mm, VMA_HOOK_REMOTE_UNLOCKED, vma);
-				/* TODO 2: then take mmap_lock (count it) and go on from addr under it */
+				/* TODO 2: then take mmap_lock (count it), note that in mmap_locked, and go round the loop again from addr */
 				mmap_read_lock(mm);
 				count_remote_event(mm, ACCESS_REMOTE_VM_MMAP_LOCKED);
 				mmap_locked = true;

@@ -102,7 +102,7 @@ static void check_bytes(struct remote_result *r, const unsigned char *buf,
 /* Collect the counters and lock state, release what a wrong reader kept. */
 static void finish(struct vtest *t, struct remote_result *r)
 {
-	const unsigned long at[] = { RM_A, RM_A + PG(3), RM_B, RM_D };
+	struct vm_area_struct *v;
 
 	for (int e = 0; e < NR_REMOTE_EVENTS; e++)
 		r->ev[e] = remote_event(&t->mm, e);
@@ -115,14 +115,14 @@ static void finish(struct vtest *t, struct remote_result *r)
 		fail(&r->s, "the read returned with mmap_lock still held");
 		up_read(&t->mm.mmap_lock);
 	}
-	for (int i = 0; i < 4; i++) {
-		struct vm_area_struct *vma = vt_vma(t, at[i]);
-
-		while (vma && vma_is_read_locked(vma)) {
+	/* The threads are done: no VMA may be read-locked (mm_destroy() would wait). */
+	mmap_read_lock(&t->mm);
+	for (v = find_vma(&t->mm, 0); v; v = find_vma(&t->mm, v->vm_end))
+		while (vma_is_read_locked(v)) {
 			r->vma_held_after = true;
-			up_read(&vma->vm_lock->lock);
+			up_read(&v->vm_lock->lock);
 		}
-	}
+	mmap_read_unlock(&t->mm);
 	vt_fini(t);
 }
 
@@ -167,10 +167,20 @@ void scn_remote_lookup_unmap(struct remote_result *r)
 
 /* ------------------------------------- changes while the reader is unlocked */
 
+struct unlocked_job {
+	enum remote_change change;
+	bool locked;		/* the reader held a lock at VMA_HOOK_REMOTE_UNLOCKED */
+};
+
 static void change_unlocked(struct vtest *t, struct vm_area_struct *vma)
 {
-	(void)vma;
-	switch (*(enum remote_change *)t->arg) {
+	struct unlocked_job *j = t->arg;
+
+	/* A writer here would wait for the reader's own thread: report it instead. */
+	j->locked = rwsem_is_locked(&t->mm.mmap_lock) || vma_is_read_locked(vma);
+	if (j->locked)
+		return;
+	switch (j->change) {
 	case RCHANGE_UNMAP:
 		do_munmap(&t->mm, RM_A, PG(4));
 		break;
@@ -186,17 +196,21 @@ static void change_unlocked(struct vtest *t, struct vm_area_struct *vma)
 
 void scn_remote_unlocked_change(enum remote_change c, struct remote_result *r)
 {
+	struct unlocked_job j = { .change = c };
 	unsigned char buf[PG(4)];
 	struct vtest t;
 
 	begin(r);
 	vt_init(&t);
 	rm_layout(&t, true);
-	t.arg = &c;
+	t.arg = &j;
 	vt_act_at(&t, VMA_HOOK_REMOTE_UNLOCKED, change_unlocked, 1);
 	r->ret = access_remote_vm_vma(&t.mm, RM_A, buf, sizeof(buf));
 	if (t.action_left[VMA_HOOK_REMOTE_UNLOCKED])
 		fail(&r->s, "the read never dropped A's lock at the missing page");
+	if (j.locked)
+		fail(&r->s, "the reader still held A's lock or mmap_lock after dropping A's lock "
+		     "(VMA_HOOK_REMOTE_UNLOCKED)");
 	check_bytes(r, buf, RM_A, sizeof(buf));
 	finish(&t, r);
 }
@@ -289,7 +303,9 @@ void scn_remote_vma_writer(bool sparse, struct remote_result *r)
 	vt_init(&t);
 	rm_layout(&t, sparse);
 	a = vt_vma(&t, RM_A);
+	/* On A's lock if the reader holds A; on mmap_lock if it took that. */
 	vt_watch_rwsem(&t, &a->vm_lock->lock);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
 	vt_stop_at(&t, VMA_HOOK_REMOTE_COPIED, a);
 	reader_vs_writer(&t, &rj, &wj, r);
 }

@@ -74,6 +74,22 @@ struct page *get_user_page_vma_remote(struct mm_struct *mm, unsigned long addr,
 /* endregion: get-user-page-vma-remote */
 
 /*
+ * Our kernel port's follow_page_vma_locked(): GUP's lookup of addr's page
+ * (check_vma_flags(), follow_page_mask()) without the fault, for a caller
+ * holding only the VMA's read lock. NULL: GUP would have to fault, or it
+ * refuses the VMA.
+ */
+/* region: follow-page-vma-locked */
+struct page *follow_page_vma_locked(struct vm_area_struct *vma, unsigned long addr)
+{
+	vma_assert_locked(vma);
+	if (check_vma_flags(vma))
+		return NULL;
+	return pte_page(vma->vm_mm, addr);
+}
+/* endregion: follow-page-vma-locked */
+
+/*
  * Copy up to len bytes at addr, at most to the end of its page, into
  * buf (seed 004's access_vm_page(); 6.12 has it inline). page NULL:
  * struct-page-less memory, reached through ->access() under mmap_lock.

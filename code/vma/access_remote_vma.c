@@ -18,8 +18,8 @@
 
 /*
  * The VMA at addr, read-locked, when the whole range lies inside it and
- * its pages can be read without ->access(); NULL (the reason counted)
- * sends the call to mmap_lock.
+ * its memory has struct pages (not ->access() memory); NULL (the reason
+ * counted) sends the call to mmap_lock.
  */
 static struct vm_area_struct *remote_access_lock_vma(struct mm_struct *mm,
 						     unsigned long addr, int len)
@@ -27,14 +27,14 @@ static struct vm_area_struct *remote_access_lock_vma(struct mm_struct *mm,
 	enum remote_event why = ACCESS_REMOTE_VM_FALLBACK_NOVMA;
 	struct vm_area_struct *vma = NULL;
 
-	/* TODO 1: read-lock addr's VMA; keep it only if [addr, addr + len) lies inside it and check_vma_flags() allows it, else release it and set why */
+	/* TODO 1: read-lock addr's VMA; keep it only if [addr, addr + len) lies inside it and it is not VM_IO/VM_PFNMAP memory, else release it and set why */
 	vma = lock_vma_under_rcu(mm, addr);
 	if (vma) {
 		/* addr + len must not wrap, and must end inside this VMA */
 		if (addr + len < addr || addr + len > vma->vm_end)
-			why = ACCESS_REMOTE_VM_FALLBACK_RANGE;
-		else if (check_vma_flags(vma))	/* ->access memory, or unreadable */
-			why = ACCESS_REMOTE_VM_FALLBACK_FLAGS;
+			why = ACCESS_REMOTE_VM_FALLBACK_SPAN;
+		else if (vma->vm_flags & (VM_IO | VM_PFNMAP))	/* ->access() */
+			why = ACCESS_REMOTE_VM_FALLBACK_PFNMAP;
 		else
 			return vma;
 		vma_end_read(vma);
@@ -59,12 +59,12 @@ int access_remote_vm_vma(struct mm_struct *mm, unsigned long addr, void *buf, in
 		int bytes;
 
 		if (!mmap_locked) {
-			page = pte_page(mm, addr);	/* no fault under the VMA lock */
+			page = follow_page_vma_locked(vma, addr);	/* never faults */
 			if (!page) {
-				/* TODO 2: this page needs a fault: release the VMA lock (before anything else) and count the fallback and its reason */
+				/* TODO 2: no page without a fault (or GUP refuses the VMA): release the VMA lock (before anything else) and count the fallback and its reason */
 				vma_end_read(vma);
 				count_remote_event(mm, ACCESS_REMOTE_VM_FALLBACK);
-				count_remote_event(mm, ACCESS_REMOTE_VM_FALLBACK_FAULT);
+				count_remote_event(mm, ACCESS_REMOTE_VM_FALLBACK_PAGE);
 				/* END TODO 2 */
 				mm_hook(mm, VMA_HOOK_REMOTE_UNLOCKED, vma);
 				/* TODO 2: then take mmap_lock (count it), note that in mmap_locked, and go round the loop again from addr */

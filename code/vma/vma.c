@@ -200,8 +200,8 @@ const char *remote_event_name(enum remote_event ev)
 	static const char *const names[] = {
 		"access_remote_vm_vma_locked", "access_remote_vm_mmap_locked",
 		"access_remote_vm_fallback", "access_remote_vm_fallback_novma",
-		"access_remote_vm_fallback_range", "access_remote_vm_fallback_flags",
-		"access_remote_vm_fallback_fault",
+		"access_remote_vm_fallback_span", "access_remote_vm_fallback_pfnmap",
+		"access_remote_vm_fallback_page",
 	};
 	return ev < NR_REMOTE_EVENTS ? names[ev] : "?";
 }

@@ -118,9 +118,9 @@ enum remote_event {			/* our kernel patch's debugfs counters */
 	ACCESS_REMOTE_VM_MMAP_LOCKED,	/* calls that took mmap_read_lock() */
 	ACCESS_REMOTE_VM_FALLBACK,	/* tried the VMA lock, then mmap_lock: */
 	ACCESS_REMOTE_VM_FALLBACK_NOVMA,  /* lock_vma_under_rcu() failed */
-	ACCESS_REMOTE_VM_FALLBACK_RANGE,  /* the range leaves the VMA */
-	ACCESS_REMOTE_VM_FALLBACK_FLAGS,  /* ->access memory, not readable */
-	ACCESS_REMOTE_VM_FALLBACK_FAULT,  /* a page needs a fault */
+	ACCESS_REMOTE_VM_FALLBACK_SPAN,	  /* the range runs past vm_end */
+	ACCESS_REMOTE_VM_FALLBACK_PFNMAP, /* VM_IO/VM_PFNMAP: ->access() */
+	ACCESS_REMOTE_VM_FALLBACK_PAGE,	  /* GUP would fault, or refuses */
 	NR_REMOTE_EVENTS
 };
 
@@ -270,6 +270,7 @@ int access_remote_vm_mmap(struct mm_struct *mm, unsigned long addr, void *buf, i
 int access_remote_vm_vma(struct mm_struct *mm, unsigned long addr, void *buf, int len);
 /* Helpers both share (access_remote.c). */
 int check_vma_flags(struct vm_area_struct *vma);	/* 0: readable through a page */
+struct page *follow_page_vma_locked(struct vm_area_struct *vma, unsigned long addr);
 int access_vm_page(struct vm_area_struct *vma, struct page *page,
 		   unsigned long addr, void *buf, int len);
 struct page *get_user_page_vma_remote(struct mm_struct *mm, unsigned long addr,

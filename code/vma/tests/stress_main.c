@@ -75,14 +75,14 @@ int main(int argc, char **argv)
 	       res.ok ? "ok" : "FAIL: ", res.ok ? "" : res.why);
 	if (m)
 		printf("stress_vma: %ld remote reads under mmap_lock, %ld per-VMA style: "
-		       "vma_locked %ld mmap_locked %ld fallback %ld (novma %ld range %ld "
-		       "flags %ld fault %ld)\n", res.remote_reads[0], res.remote_reads[1],
+		       "vma_locked %ld mmap_locked %ld fallback %ld (novma %ld span %ld "
+		       "pfnmap %ld page %ld)\n", res.remote_reads[0], res.remote_reads[1],
 		       res.remote_events[ACCESS_REMOTE_VM_VMA_LOCKED],
 		       res.remote_events[ACCESS_REMOTE_VM_MMAP_LOCKED],
 		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK],
 		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_NOVMA],
-		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_RANGE],
-		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_FLAGS],
-		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_FAULT]);
+		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_SPAN],
+		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_PFNMAP],
+		       res.remote_events[ACCESS_REMOTE_VM_FALLBACK_PAGE]);
 	return res.ok ? 0 : 1;
 }

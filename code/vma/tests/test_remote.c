@@ -49,7 +49,7 @@ Test(remote, crossing_two_vmas_falls_back_and_reads_both)
 
 	quiet(REMOTE_VMA, false, RM_A + PG(3) + 5, PG(2), PG(2), &r);
 	cr_assert_eq(EV(r, FALLBACK), 1);
-	cr_assert_eq(EV(r, FALLBACK_RANGE), 1);
+	cr_assert_eq(EV(r, FALLBACK_SPAN), 1);
 	cr_assert_eq(EV(r, MMAP_LOCKED), 1);
 	cr_assert_eq(EV(r, VMA_LOCKED), 0);
 	quiet(REMOTE_MMAP, false, RM_A + PG(3) + 5, PG(2), PG(2), &r);
@@ -75,7 +75,7 @@ Test(remote, vm_io_memory_goes_through_access_under_mmap_lock)
 		cr_assert_eq(r.access_calls, 2, "->access() per page: %d calls", r.access_calls);
 		cr_assert_eq(r.access_unlocked, 0, "->access() called without mmap_lock");
 	}
-	cr_assert_eq(EV(r, FALLBACK_FLAGS), 1);
+	cr_assert_eq(EV(r, FALLBACK_PFNMAP), 1);
 	cr_assert_eq(EV(r, VMA_LOCKED), 0);
 }
 
@@ -85,7 +85,7 @@ Test(remote, an_unreadable_vma_reads_nothing)
 
 	for (int s = REMOTE_MMAP; s <= REMOTE_VMA; s++)
 		quiet(s, false, RM_N + 3, 100, 0, &r);
-	cr_assert_eq(EV(r, FALLBACK_FLAGS), 1);
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
 }
 
 Test(remote, a_page_that_needs_a_fault_falls_back_and_is_faulted_in)
@@ -95,7 +95,7 @@ Test(remote, a_page_that_needs_a_fault_falls_back_and_is_faulted_in)
 	quiet(REMOTE_VMA, true, RM_A, PG(4), PG(4), &r);
 	cr_assert(r.present_after);
 	cr_assert_eq(EV(r, FALLBACK), 1);
-	cr_assert_eq(EV(r, FALLBACK_FAULT), 1);
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
 	cr_assert_eq(EV(r, MMAP_LOCKED), 1);
 	cr_assert_eq(EV(r, VMA_LOCKED), 0);
 	quiet(REMOTE_MMAP, true, RM_A, PG(4), PG(4), &r);
@@ -125,7 +125,7 @@ static void unlocked(enum remote_change c, int want)
 	cr_assert_eq(r.ret, want, "read %d bytes, want %d", r.ret, want);
 	cr_assert(r.bytes_ok);
 	cr_assert(!r.vma_held_after);
-	cr_assert_eq(EV(r, FALLBACK_FAULT), 1);
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
 }
 
 Test(remote, vma_unmapped_while_falling_back_is_a_short_read)
@@ -187,7 +187,7 @@ Test(remote, fallback_drops_the_vma_lock_before_taking_mmap_lock)
 	cr_assert(r.writer_blocked);
 	cr_assert_eq(r.ret, PG(4));
 	cr_assert(r.bytes_ok);
-	cr_assert_eq(EV(r, FALLBACK_FAULT), 1);
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
 }
 
 /* /proc/PID/mem: a page per access_remote_vm() call, the switch read per call. */

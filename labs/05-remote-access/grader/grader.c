@@ -200,10 +200,10 @@ Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
 
 	/*
 	 * About a second; a VMA lock left held makes the next writer wait for
-	 * ever, so this watchdog fails the test after 10 s (its message
+	 * ever, so this watchdog fails the test after 5 s (its message
 	 * says 60).
 	 */
-	alarm(10);
+	alarm(5);
 	stress_run(&cfg, &r);
 	cr_assert(r.ok, "%s", r.why);
 }

@@ -16,6 +16,7 @@ const char *const rr_set_label[RR_NSET] = {
 };
 const char *const rr_ctr_name[RR_NCTR] = {
 	"access_remote_vm_vma_locked", "access_remote_vm_mmap_locked", "access_remote_vm_fallback",
+	"rwsem_rlock_steal", "rwsem_wlock_handoff", "rwsem_sleep_writer",
 };
 const size_t rr_size[RR_NSIZES] = { 8, 4096, 65536, 1048576 };
 const char *const rr_size_name[RR_NSIZES] = { "8 B", "4 KiB", "64 KiB", "1 MiB" };
@@ -67,6 +68,11 @@ void rr_seed_evaluate(const struct rr_seed_run *r, int n, struct rr_seed_verdict
 		v->goal[s] = v->acted[s] && v->ratio[s] >= RR_SEED_GOAL_RATIO;
 	}
 	free(a);
+	for (int s = 0; s < RR_NSIZES; s++) {
+		double calls = (double)((rr_size[s] + 4095) / 4096), saved = v->med[0][0] - v->med[0][1];
+
+		v->ratio_from_8b[s] = v->med[s][0] / (v->med[s][0] - calls * saved);
+	}
 }
 /* endregion: seed-evaluate */
 
@@ -155,10 +161,11 @@ void rr_seed_report(const char *exp, const struct rr_seed_run *r, int n,
 		mgj_int(&j, "reads_after", v->reads[s][1]);
 		mgj_num(&j, "calls_per_read_before", v->calls_per_read[s][0]);
 		mgj_num(&j, "calls_per_read_after", v->calls_per_read[s][1]);
+		mgj_num(&j, "ratio_from_8_b_saving", v->ratio_from_8b[s]);
 		mgj_bool(&j, "switch_acted", v->acted[s]);
 		mgj_bool(&j, "switch_counter_present", v->have_ctr);
 		for (int w = 0; w < 2; w++)
-			for (int c = 0; c < RR_NCTR; c++) {
+			for (int c = 0; c < RR_NSWCTR; c++) {
 				char key[64];
 
 				snprintf(key, sizeof(key), "%s_switch_%d", rr_ctr_name[c], w);
@@ -262,7 +269,8 @@ void rr_cont_report(const char *exp, const struct rr_cont_run *r, int n,
 			mgj_num(&j, key, set == RR_BASE ? NAN : v->p99[set][role]);
 		}
 		for (int c = 0; c < RR_NCTR; c++)
-			mgj_int(&j, rr_ctr_name[c] + strlen("access_remote_vm_"), v->ctr[set][c]);
+			mgj_int(&j, rr_ctr_name[c] + (c < RR_NSWCTR ? strlen("access_remote_vm_") : 0),
+				v->ctr[set][c]);
 		mgj_emit(&j);
 	}
 

@@ -19,8 +19,13 @@ enum { RR_SW_OFF, RR_SW_ON, RR_BASE, RR_NSET };
 extern const char *const rr_set_name[RR_NSET];
 extern const char *const rr_set_label[RR_NSET];
 
-/* The switch's counters (patch 0009), read around every measured window. */
-enum { RR_C_VMA_LOCKED, RR_C_MMAP_LOCKED, RR_C_FALLBACK, RR_NCTR };
+/*
+ * Counters read around every measured window: the switch's own (patch 0009,
+ * the first RR_NSWCTR), then the rwsem lock events that show why a writer
+ * waits (global, CONFIG_LOCK_EVENT_COUNTS; a missing one reads 0).
+ */
+enum { RR_C_VMA_LOCKED, RR_C_MMAP_LOCKED, RR_C_FALLBACK, RR_NSWCTR,
+       RR_C_STEAL = RR_NSWCTR, RR_C_WHANDOFF, RR_C_SLEEPW, RR_NCTR };
 extern const char *const rr_ctr_name[RR_NCTR];
 
 /* Part 1: the seed's read sizes and its published medians (ns per read, before/after). */
@@ -46,6 +51,11 @@ struct rr_seed_verdict {
 	long long reads[RR_NSIZES][2], ctr[RR_NSIZES][2][RR_NCTR];
 	double calls_per_read[RR_NSIZES][2]; /* __access_remote_vm() calls per pread() */
 	double ratio[RR_NSIZES];	     /* median ns, switch 0 over switch 1 */
+	/*
+	 * The ratio if only the per-call cost differed: the 8 B read's saving
+	 * (one call) times this size's calls per read, taken off switch 0's time.
+	 */
+	double ratio_from_8b[RR_NSIZES];
 	bool acted[RR_NSIZES];		     /* VMA-locked calls only under switch 1 */
 	bool goal[RR_NSIZES];		     /* 64 KiB and 1 MiB: acted and ratio >= 1.05 */
 	bool have_ctr;

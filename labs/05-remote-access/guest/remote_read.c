@@ -24,9 +24,7 @@ static struct {
 	bool quick;
 } opt = { 9, 150, 7, 1000, 1048576, 50, 0, -1, 0, false };
 
-static struct rr_shared *sh;
-static pid_t target = -1, readers[RR_NREADERS];
-static int cmd_fd = -1;
+static struct rr_procs P = { .target = -1 };
 static struct rr_seed_run seed_runs[RR_NSIZES * 2 * 64];
 static struct rr_cont_run cont_runs[RR_MAX_SLOTS];
 
@@ -70,10 +68,10 @@ static void usage(FILE *f)
 		"  --quick          small, fast settings (< 25 s under TCG)\n"
 		"  --help           this text\n"
 		"\n"
-		"Output: JSON lines on stdout (info, probe, sample, table_row, summary);\n"
-		"progress on stderr. Exit: 0 ok (the summaries say pass/fail), 1 the run\n"
-		"failed (a probe, a read or a child), 2 usage, 3 the kernel lacks the switch\n"
-		"(not measured).\n");
+		"Output: JSON lines on stdout (info, table_row: the bad-input table and one\n"
+		"table per part, sample per window or slot, summary); progress on stderr.\n"
+		"Exit: 0 ok (the summaries say pass/fail), 1 the run failed (a probe, a\n"
+		"read or a child), 2 usage, 3 the kernel lacks the switch (not measured).\n");
 }
 
 static void parse_args(int argc, char **argv)
@@ -134,67 +132,21 @@ static void ctr_delta(long long *out, const long long *a, const long long *b)
 		out[c] = b[c] - a[c];
 }
 
-/* ---- children ------------------------------------------------------------------------ */
-
-/* Wait for pid at most timeout_ms, then SIGKILL it; true if it exited by itself with status 0. */
-static bool reap(pid_t pid, int timeout_ms)
-{
-	uint64_t end = mg_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	int st = 0;
-	pid_t r;
-
-	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && mg_now_ns() < end)
-		poll(NULL, 0, 2);
-	if (r == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-	mg_unregister_child(pid);
-	return r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-static pid_t spawn(void)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid > 0)
-		mg_register_child(pid);
-	return pid;
-}
+/* ---- the target ----------------------------------------------------------------------- */
 
 static bool start_target(uint64_t deadline)
 {
-	int rdy[2], cmd[2];
-	char c = 0;
-	struct pollfd p;
+	struct rr_target_cfg tc = {
+		.region_bytes = REGION_BYTES, .cpu = (int)opt.target_cpu,
+		.nslots = (int)opt.slots * RR_NSET, .pause_us = (unsigned long)opt.pause_us,
+		.deadline_ns = deadline,
+	};
+	const char *why;
 
-	if (pipe(rdy) || pipe(cmd)) {
-		mg_error(EXP, "pipe: %s", strerror(errno));
-		return false;
-	}
-	if ((target = spawn()) == 0) {
-		struct rr_target_cfg tc = {
-			.region_bytes = REGION_BYTES, .cpu = (int)opt.target_cpu,
-			.nslots = (int)opt.slots * RR_NSET, .pause_us = (unsigned long)opt.pause_us,
-			.deadline_ns = deadline,
-		};
-
-		close(rdy[0]), close(cmd[1]);
-		rr_target(&tc, sh, rdy[1], cmd[0]);
-	}
-	close(rdy[1]), close(cmd[0]);
-	cmd_fd = cmd[1];
-	p = (struct pollfd){ .fd = rdy[0], .events = POLLIN };
-	if (target < 0 || poll(&p, 1, 30000) != 1 || read(rdy[0], &c, 1) != 1 || c != 'R') {
-		mg_error(EXP, "the target did not map its region at %#llx within 30 s (%s)", RR_REGION_BASE,
-			 target < 0 ? strerror(errno) : c == 'F' ? "mmap failed" : "no answer");
-		close(rdy[0]);
-		return false;
-	}
-	close(rdy[0]);
-	return true;
+	if (rr_start_target(&P, &tc, &why))
+		return true;
+	mg_error(EXP, "the target did not map its region at %#llx: %s", RR_REGION_BASE, why);
+	return false;
 }
 
 /* ---- bad input, under both positions ------------------------------------------------- */
@@ -205,7 +157,7 @@ static bool probes(void)
 	bool ok = true;
 
 	for (int sw = 0; sw < 2; sw++)
-		ok = set_switch(sw) && rr_probe_all(target, RR_REGION_BASE, REGION_BYTES, p[sw]) && ok;
+		ok = set_switch(sw) && rr_probe_all(P.target, RR_REGION_BASE, REGION_BYTES, p[sw]) && ok;
 	if (ok)
 		rr_probe_report(EXP, p);
 	for (int sw = 0; sw < 2; sw++)
@@ -248,7 +200,7 @@ static bool seed_window(int fd, char *buf, int size, int sw, int rep, struct rr_
 	/* endregion: seed-window */
 	if (o != RR_OK) {
 		mg_error(EXP, "pread of %zu bytes of /proc/%d/mem under switch %d: %s (%zd bytes, %s): "
-			 "not a measurement", len, (int)target, sw, rr_outcome_text(o), got,
+			 "not a measurement", len, (int)P.target, sw, rr_outcome_text(o), got,
 			 err ? strerror(err) : "no errno");
 		return false;
 	}
@@ -275,13 +227,13 @@ static bool seed_window(int fd, char *buf, int size, int sw, int rep, struct rr_
 static bool part_seed(void)
 {
 	enum rr_outcome why;
-	int err, fd = rr_open(target, "mem", &why, &err), n = 0;
+	int err, fd = rr_open(P.target, "mem", &why, &err), n = 0;
 	char *buf = malloc(rr_size[RR_NSIZES - 1]);
 	struct rr_seed_verdict v;
 	bool ok = fd >= 0 && buf;
 
 	if (fd < 0)
-		mg_error(EXP, "opening /proc/%d/mem: %s", (int)target, rr_outcome_text(why));
+		mg_error(EXP, "opening /proc/%d/mem: %s", (int)P.target, rr_outcome_text(why));
 	if (buf)
 		memset(buf, 0, rr_size[RR_NSIZES - 1]); /* resident before timing */
 	/* Interleaved: each repetition reads every size under switch 0, then switch 1. */
@@ -315,14 +267,12 @@ static bool start_readers(uint64_t deadline)
 	}
 	for (int i = 0; i < RR_NREADERS; i++) {
 		struct rr_reader_cfg rc = {
-			.role = RR_MEM + i, .target = target, .cpu = (int)opt.reader_cpu,
+			.role = RR_MEM + i, .target = P.target, .cpu = (int)opt.reader_cpu,
 			.off = i ? 0 : RR_REGION_BASE, .len = i ? (size_t)clen : (size_t)opt.mem_bytes,
 			.expect = i ? cmdline : NULL, .deadline_ns = deadline,
 		};
 
-		if ((readers[i] = spawn()) == 0)
-			rr_reader(&rc, sh);
-		if (readers[i] < 0) {
+		if (!rr_start_reader(&P, &rc)) {
 			mg_error(EXP, "fork: %s", strerror(errno));
 			return false;
 		}
@@ -338,11 +288,11 @@ static bool settle(int sw)
 
 	if (!set_switch(sw))
 		return false;
-	e = __atomic_add_fetch(&sh->epoch, 1, __ATOMIC_ACQ_REL);
+	e = __atomic_add_fetch(&P.sh->epoch, 1, __ATOMIC_ACQ_REL);
 	for (int i = 0; i < RR_NREADERS; i++)
-		while (__atomic_load_n(&sh->seen[i], __ATOMIC_ACQUIRE) != e) {
+		while (__atomic_load_n(&P.sh->seen[i], __ATOMIC_ACQUIRE) != e) {
 			if (mg_now_ns() > end || mg_stop_signal ||
-			    __atomic_load_n(&sh->done[RR_MEM + i], __ATOMIC_ACQUIRE)) {
+			    __atomic_load_n(&P.sh->done[RR_MEM + i], __ATOMIC_ACQUIRE)) {
 				mg_error(EXP, "the %s reader did not finish a read within 10 s, or stopped",
 					 rr_role_name[RR_MEM + i]);
 				return false;
@@ -356,7 +306,10 @@ static bool settle(int sw)
 static bool part_contention(uint64_t deadline)
 {
 	int n = 0;
-	bool ok = start_readers(deadline) && write(cmd_fd, "W", 1) == 1;
+	bool ok = start_readers(deadline);
+
+	if (ok && !(ok = rr_start_writer(&P)))
+		mg_error(EXP, "the target's writer thread did not start within 30 s");
 
 	for (int rep = 0; ok && rep < opt.slots && !mg_stop_signal; rep++)
 		for (int set = 0; ok && set < RR_NSET && !mg_stop_signal; set++, n++) {
@@ -364,40 +317,39 @@ static bool part_contention(uint64_t deadline)
 			long long before[RR_NCTR], after[RR_NCTR];
 
 			mg_log("part 2, slot %d/%lld: %s", rep + 1, opt.slots, rr_set_label[set]);
-			sh->readers_on[n] = set != RR_BASE;
+			P.sh->readers_on[n] = set != RR_BASE;
 			/* The baseline keeps the boot default (1): no reader calls it anyway. */
 			ok = settle(set == RR_SW_OFF ? 0 : 1);
 			r->set = set, r->rep = rep;
 			r->have_ctr = read_ctr(before);
-			__atomic_store_n(&sh->phase, n, __ATOMIC_RELEASE);
+			__atomic_store_n(&P.sh->phase, n, __ATOMIC_RELEASE);
 			for (long long ms = 0; ok && ms < opt.slot_ms && !mg_stop_signal; ms += 50)
 				mg_sleep_us(50000);
-			__atomic_store_n(&sh->phase, MG_PHASE_IDLE, __ATOMIC_RELEASE);
+			__atomic_store_n(&P.sh->phase, MG_PHASE_IDLE, __ATOMIC_RELEASE);
 			r->have_ctr = read_ctr(after) && r->have_ctr;
 			ctr_delta(r->ctr, before, after);
 		}
 	/* endregion: contention-loop */
 	/* Stop everyone; each child writes its cells, then exits. */
-	__atomic_store_n(&sh->phase, MG_PHASE_STOP, __ATOMIC_RELEASE);
-	close(cmd_fd);
-	cmd_fd = -1;
+	__atomic_store_n(&P.sh->phase, MG_PHASE_STOP, __ATOMIC_RELEASE);
+	rr_close_target(&P);
 	for (int i = 0; i < RR_NREADERS; i++)
-		if (readers[i] > 0 && !reap(readers[i], 10000)) {
+		if (P.reader[i] > 0 && rr_reap(P.reader[i], 10000) != 0) {
 			mg_error(EXP, "the %s reader did not exit cleanly", rr_role_name[RR_MEM + i]);
 			ok = false;
 		}
-	if (!reap(target, 20000) || !sh->done[RR_WRITER]) {
+	if (rr_reap(P.target, 20000) != 0 || !P.sh->done[RR_WRITER]) {
 		mg_error(EXP, "the target did not exit cleanly with its writer's latencies");
 		ok = false;
 	}
-	target = -1;
+	P.target = -1;
 	if (!ok || mg_stop_signal || n < opt.slots * RR_NSET)
 		return false;
 	for (int i = 0; i < n; i++) {
 		struct rr_cont_run *r = &cont_runs[i];
 
 		for (int role = 0; role < RR_NROLES; role++)
-			r->cell[role] = sh->cell[role][i];
+			r->cell[role] = P.sh->cell[role][i];
 		rr_cont_sample(EXP, r, i);
 	}
 	struct rr_cont_verdict v;
@@ -423,8 +375,8 @@ int main(int argc, char **argv)
 	/* Longer than any run of these settings, shorter than /init's limit. */
 	deadline = t0 + 60 * SEC + (uint64_t)(opt.reps * opt.window_ms * 8 +
 					      opt.slots * opt.slot_ms * RR_NSET * 2) * 1000000u;
-	sh = rr_shared_new();
-	if (!sh) {
+	P.sh = rr_shared_new();
+	if (!P.sh) {
 		mg_error(EXP, "mmap of the shared page: %s", strerror(errno));
 		return MG_EXIT_FAIL;
 	}
@@ -447,9 +399,9 @@ int main(int argc, char **argv)
 	mgj_int(&j, "cpus", sysconf(_SC_NPROCESSORS_ONLN));
 	mgj_int(&j, "part", opt.part);
 	mgj_int(&j, "region_bytes", REGION_BYTES);
-	mgj_bool(&j, "region_mlocked", sh->target_mlocked);
-	if (!sh->target_mlocked)
-		mgj_str(&j, "mlock_error", strerror(sh->target_mlock_err));
+	mgj_bool(&j, "region_mlocked", P.sh->target_mlocked);
+	if (!P.sh->target_mlocked)
+		mgj_str(&j, "mlock_error", strerror(P.sh->target_mlock_err));
 	mgj_int(&j, "access_remote_vm_vma_lock_before", sw);
 	mgj_bool(&j, "switch_counters_present", read_ctr(dummy));
 	if (policy >= 0)
@@ -464,9 +416,9 @@ int main(int argc, char **argv)
 		ok = part_seed();
 	if (ok && opt.part != 1)
 		ok = part_contention(deadline);
-	if (target > 0) {
-		close(cmd_fd);
-		reap(target, 10000);
+	if (P.target > 0) {
+		rr_close_target(&P);
+		rr_reap(P.target, 10000);
 	}
 	mg_restore_all();
 	if (!ok)

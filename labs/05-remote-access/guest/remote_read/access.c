@@ -1,6 +1,7 @@
 /* One read of /proc/PID/mem or /proc/PID/cmdline and its classification (see access.h). */
 #define _GNU_SOURCE
 #include "remote_read/access.h"
+#include "mmlocks_guest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,8 +119,7 @@ const char *const rr_probe_name[RR_NPROBES] = {
 	[RR_P_GONE] = "read after the target exited", [RR_P_DENIED] = "open as an unprivileged user",
 };
 
-/* Wait at most timeout_ms for pid, then kill it; its exit status, or -1. */
-static int wait_bounded(pid_t pid, int timeout_ms)
+int rr_reap(pid_t pid, int timeout_ms)
 {
 	int st = 0;
 	pid_t r;
@@ -129,8 +129,8 @@ static int wait_bounded(pid_t pid, int timeout_ms)
 	if (r == 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
-		return -1;
 	}
+	mg_unregister_child(pid);
 	return r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -178,7 +178,7 @@ bool rr_probe_all(pid_t target, uint64_t base, size_t len, struct rr_probe p[RR_
 	fd = pid > 0 ? rr_open(pid, "mem", &why, &err) : -1;
 	if (pid > 0) {
 		kill(pid, SIGKILL);
-		wait_bounded(pid, 10000);
+		rr_reap(pid, 10000);
 	}
 	if (fd >= 0) {
 		probe_read(&p[RR_P_GONE], fd, base, 8, buf); /* any address: there is no mm */
@@ -196,7 +196,7 @@ bool rr_probe_all(pid_t target, uint64_t base, size_t len, struct rr_probe p[RR_
 		fd = rr_open(target, "mem", &why, &err);
 		_exit(fd >= 0 ? RR_OK : (int)why);
 	} else {
-		int st = pid > 0 ? wait_bounded(pid, 10000) : -1;
+		int st = pid > 0 ? rr_reap(pid, 10000) : -1;
 
 		p[RR_P_DENIED].got = st >= 0 && st < RR_NOUT ? (enum rr_outcome)st : RR_ERROR;
 	}

@@ -47,6 +47,13 @@ uint64_t rr_pattern(uint64_t off);
 void rr_fill(void *region, size_t len);
 bool rr_check(const void *buf, size_t len, uint64_t off, bool sampled);
 
+/*
+ * Wait at most timeout_ms for the child pid, then SIGKILL it; its exit
+ * status, or -1 if it had to be killed or died of a signal. Unregisters it
+ * from the restorer (mg_register_child).
+ */
+int rr_reap(pid_t pid, int timeout_ms);
+
 /* ---- bad input: the kernel's answers (never measurements) -------------------- */
 
 enum rr_probe_case {

@@ -107,6 +107,9 @@ void rr_target(const struct rr_target_cfg *c, struct rr_shared *sh, int ready_fd
 					memset(lat[s].v, 0, lat[s].cap * sizeof(*lat[s].v));
 			}
 			writing = pthread_create(&writer, NULL, mg_mmap_writer, &w) == 0;
+			/* The parent measures nothing before this byte. */
+			if (write(ready_fd, writing ? "S" : "F", 1) != 1)
+				break;
 		}
 	}
 	/* endregion: target */
@@ -184,4 +187,78 @@ void rr_reader(const struct rr_reader_cfg *c, struct rr_shared *sh)
 		sh->cell[c->role][0].outcome[why]++, sh->cell[c->role][0].last_err = err;
 	__atomic_store_n(&sh->done[c->role], 1, __ATOMIC_RELEASE);
 	_exit(0);
+}
+
+/* ---- starting them ---------------------------------------------------------------- */
+
+static pid_t spawn(void)
+{
+	pid_t pid;
+
+	fflush(stdout); /* a child must not print the parent's buffer again */
+	pid = fork();
+	if (pid > 0)
+		mg_register_child(pid);
+	return pid;
+}
+
+/* The target's one-byte answer within 30 s, or 0. */
+static char answer(struct rr_procs *p)
+{
+	struct pollfd pf = { .fd = p->ready_fd, .events = POLLIN };
+	char c = 0;
+
+	if (poll(&pf, 1, 30000) != 1 || read(p->ready_fd, &c, 1) != 1)
+		return 0;
+	return c;
+}
+
+bool rr_start_target(struct rr_procs *p, const struct rr_target_cfg *c, const char **why)
+{
+	int rdy[2], cmd[2];
+	char a;
+
+	p->target = -1;
+	p->cmd_fd = p->ready_fd = -1;
+	if (pipe(rdy) || pipe(cmd)) {
+		*why = "pipe() failed";
+		return false;
+	}
+	if ((p->target = spawn()) == 0) {
+		close(rdy[0]), close(cmd[1]);
+		rr_target(c, p->sh, rdy[1], cmd[0]);
+	}
+	close(rdy[1]), close(cmd[0]);
+	p->cmd_fd = cmd[1];
+	p->ready_fd = rdy[0];
+	a = p->target > 0 ? answer(p) : 0;
+	*why = p->target < 0 ? "fork() failed" : a == 'F' ? "its mmap() at the fixed address failed"
+		: a != 'R' ? "no answer within 30 s" : NULL;
+	return a == 'R';
+}
+
+bool rr_start_writer(struct rr_procs *p)
+{
+	return write(p->cmd_fd, "W", 1) == 1 && answer(p) == 'S';
+}
+
+bool rr_start_reader(struct rr_procs *p, const struct rr_reader_cfg *c)
+{
+	pid_t pid = spawn();
+
+	if (pid == 0) {
+		close(p->cmd_fd), close(p->ready_fd); /* the target sees EOF when the parent closes */
+		rr_reader(c, p->sh);
+	}
+	p->reader[c->role - RR_MEM] = pid;
+	return pid > 0;
+}
+
+void rr_close_target(struct rr_procs *p)
+{
+	if (p->cmd_fd >= 0)
+		close(p->cmd_fd);
+	if (p->ready_fd >= 0)
+		close(p->ready_fd);
+	p->cmd_fd = p->ready_fd = -1;
 }

@@ -67,7 +67,8 @@ struct rr_target_cfg {
  * sh->target_mlocked / target_mlock_err), write one byte 'R' (or 'F' when
  * the region cannot be mapped) on ready_fd. Then read commands from cmd_fd:
  * 'W' starts the writer thread (mg_mmap_writer on sh->phase, recording into
- * nslots slots). EOF on cmd_fd (or the deadline) ends it: phase STOP, the
+ * nslots slots) and answers 'S' on ready_fd once it runs ('F' if it cannot
+ * start). EOF on cmd_fd (or the deadline) ends it: phase STOP, the
  * writer joined, its cells written, done[RR_WRITER] set. Never returns.
  */
 void rr_target(const struct rr_target_cfg *c, struct rr_shared *sh, int ready_fd, int cmd_fd)
@@ -93,6 +94,28 @@ struct rr_reader_cfg {
  * when the target is gone; writes its cells and done[role]; never returns.
  */
 void rr_reader(const struct rr_reader_cfg *c, struct rr_shared *sh) __attribute__((noreturn));
+
+/* ---- starting them ------------------------------------------------------------ */
+
+/* The processes of a run and the pipes to the target. */
+struct rr_procs {
+	struct rr_shared *sh;
+	pid_t target, reader[RR_NREADERS];
+	int cmd_fd, ready_fd; /* commands to the target, its answers */
+};
+
+/*
+ * Fork the target (registered with the restorer) and wait at most 30 s for
+ * its 'R'. False with *why saying what went wrong; p->target is then -1 or
+ * a child the caller reaps.
+ */
+bool rr_start_target(struct rr_procs *p, const struct rr_target_cfg *c, const char **why);
+/* Start the target's writer; true once it said 'S' (at most 30 s). */
+bool rr_start_writer(struct rr_procs *p);
+/* Fork reader c->role (its copies of the target's pipes closed); false if fork failed. */
+bool rr_start_reader(struct rr_procs *p, const struct rr_reader_cfg *c);
+/* Close the target's pipes: EOF ends it. */
+void rr_close_target(struct rr_procs *p);
 
 /* One reader iteration (the body of rr_reader's loop), for the tests. */
 enum rr_outcome rr_read_once(const struct rr_reader_cfg *c, int fd, void *buf, uint64_t *ns);

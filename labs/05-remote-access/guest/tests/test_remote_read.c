@@ -56,64 +56,32 @@ Test(pattern, unaligned_bytes)
 
 /* ---- a real target ------------------------------------------------------------------- */
 
-struct tgt {
-	pid_t pid;
-	int cmd;
-	struct rr_shared *sh;
-};
-
-/* rr_target() with a REGION-byte region; returns once it said 'R'. */
-static struct tgt start_target(int nslots)
+/* rr_start_target() with a REGION-byte region, not pinned. */
+static struct rr_procs start_target(int nslots)
 {
-	struct tgt t = { .sh = rr_shared_new() };
-	int rdy[2], cmd[2];
-	struct pollfd p;
-	char c = 0;
+	struct rr_procs p = { .sh = rr_shared_new() };
+	struct rr_target_cfg tc = { .region_bytes = REGION, .cpu = -1, .nslots = nslots,
+				    .pause_us = 100, .deadline_ns = mg_now_ns() + 60000000000ull };
+	const char *why = "no shared page";
 
-	cr_assert(t.sh && !pipe(rdy) && !pipe(cmd));
-	t.pid = fork();
-	cr_assert(t.pid >= 0);
-	if (t.pid == 0) {
-		struct rr_target_cfg tc = { .region_bytes = REGION, .cpu = -1, .nslots = nslots,
-					    .pause_us = 100, .deadline_ns = mg_now_ns() + 60000000000ull };
-
-		close(rdy[0]), close(cmd[1]);
-		rr_target(&tc, t.sh, rdy[1], cmd[0]);
-	}
-	close(rdy[1]), close(cmd[0]);
-	t.cmd = cmd[1];
-	p = (struct pollfd){ .fd = rdy[0], .events = POLLIN };
-	cr_assert_eq(poll(&p, 1, 20000), 1, "the target did not get ready");
-	cr_assert_eq(read(rdy[0], &c, 1), 1);
-	cr_assert_eq(c, 'R', "the target could not map its region at RR_REGION_BASE");
-	close(rdy[0]);
-	return t;
+	cr_assert(p.sh && rr_start_target(&p, &tc, &why), "the target did not start: %s", why);
+	return p;
 }
 
-/* Close the command pipe and wait (bounded) for the target; its exit status. */
-static int stop_target(struct tgt *t)
+/* EOF on the target's pipes; its exit status (rr_reap: -1 if it had to be killed). */
+static int stop_target(struct rr_procs *p)
 {
-	int st = -1;
-
-	close(t->cmd);
-	for (int ms = 0; ms < 20000; ms += 2) {
-		if (waitpid(t->pid, &st, WNOHANG) == t->pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		poll(NULL, 0, 2);
-	}
-	kill(t->pid, SIGKILL);
-	waitpid(t->pid, NULL, 0);
-	cr_assert_fail("the target did not exit within 20 s of EOF on its command pipe");
-	return -1;
+	rr_close_target(p);
+	return rr_reap(p->target, 20000);
 }
 
 Test(access, outcomes_of_each_read)
 {
-	struct tgt t = start_target(1);
+	struct rr_procs t = start_target(1);
 	char buf[4096];
 	enum rr_outcome why;
 	ssize_t got;
-	int err, fd = rr_open(t.pid, "mem", &why, &err);
+	int err, fd = rr_open(t.target, "mem", &why, &err);
 
 	cr_assert(fd >= 0, "open: %s", strerror(err));
 	cr_assert_eq(rr_pread(fd, buf, 4096, RR_REGION_BASE + 4096, &got, &err), RR_OK);
@@ -129,10 +97,10 @@ Test(access, outcomes_of_each_read)
 
 Test(access, probes_all_as_expected)
 {
-	struct tgt t = start_target(1);
+	struct rr_procs t = start_target(1);
 	struct rr_probe p[RR_NPROBES];
 
-	cr_assert(rr_probe_all(t.pid, RR_REGION_BASE, REGION, p));
+	cr_assert(rr_probe_all(t.target, RR_REGION_BASE, REGION, p));
 	for (int i = 0; i < RR_NPROBES; i++)
 		cr_assert(p[i].ok, "probe %s: got %s", rr_probe_name[i], rr_outcome_name[p[i].got]);
 	cr_assert_eq(p[RR_P_CROSSING].bytes, 8);
@@ -142,11 +110,11 @@ Test(access, probes_all_as_expected)
 
 Test(access, probes_catch_a_wrong_region)
 {
-	struct tgt t = start_target(1);
+	struct rr_procs t = start_target(1);
 	struct rr_probe p[RR_NPROBES];
 
 	/* Told the region is one page longer, the "unmapped" and "crossing" reads land in the hole's wrong place. */
-	cr_assert(!rr_probe_all(t.pid, RR_REGION_BASE, REGION - 4096, p));
+	cr_assert(!rr_probe_all(t.target, RR_REGION_BASE, REGION - 4096, p));
 	cr_assert(!p[RR_P_UNMAPPED].ok && !p[RR_P_CROSSING].ok);
 	cr_assert(p[RR_P_WHOLE].ok && p[RR_P_GONE].ok);
 	cr_assert_eq(stop_target(&t), 0);
@@ -181,12 +149,12 @@ Test(access, target_gone_between_open_and_read)
 
 Test(access, mismatch_is_not_a_read)
 {
-	struct tgt t = start_target(1);
-	struct rr_reader_cfg c = { .role = RR_MEM, .target = t.pid, .off = RR_REGION_BASE + 8, .len = 64 };
+	struct rr_procs t = start_target(1);
+	struct rr_reader_cfg c = { .role = RR_MEM, .target = t.target, .off = RR_REGION_BASE + 8, .len = 64 };
 	char buf[64];
 	enum rr_outcome why;
 	uint64_t ns;
-	int err, fd = rr_open(t.pid, "mem", &why, &err);
+	int err, fd = rr_open(t.target, "mem", &why, &err);
 
 	cr_assert(fd >= 0);
 	cr_assert_eq(rr_read_once(&c, fd, buf, &ns), RR_OK);
@@ -212,33 +180,24 @@ static void settle(struct rr_shared *sh, int nreaders)
 	}
 }
 
-static pid_t start_reader(struct tgt *t, int role, const char *expect, size_t len)
+static pid_t start_reader(struct rr_procs *t, int role, const char *expect, size_t len)
 {
-	struct rr_reader_cfg c = { .role = role, .target = t->pid, .cpu = -1, .len = len,
+	struct rr_reader_cfg c = { .role = role, .target = t->target, .cpu = -1, .len = len,
 				   .off = role == RR_MEM ? RR_REGION_BASE : 0, .expect = expect,
 				   .deadline_ns = mg_now_ns() + 60000000000ull };
-	pid_t pid = fork();
 
-	cr_assert(pid >= 0);
-	if (pid == 0)
-		rr_reader(&c, t->sh);
-	return pid;
+	cr_assert(rr_start_reader(t, &c));
+	return t->reader[role - RR_MEM];
 }
 
 static void wait_exit(pid_t pid)
 {
-	int st = -1;
-
-	for (int ms = 0; waitpid(pid, &st, WNOHANG) != pid; ms += 2) {
-		cr_assert(ms < 20000, "child %d did not exit", (int)pid);
-		poll(NULL, 0, 2);
-	}
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	cr_assert_eq(rr_reap(pid, 20000), 0, "child %d did not exit by itself with status 0", (int)pid);
 }
 
 Test(reader, records_only_in_its_slot)
 {
-	struct tgt t = start_target(2);
+	struct rr_procs t = start_target(2);
 	static char cmdline[4096];
 	ssize_t clen = mg_read_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
 	pid_t mem = start_reader(&t, RR_MEM, NULL, 8192), cmd = start_reader(&t, RR_CMDLINE, cmdline, (size_t)clen);
@@ -270,18 +229,18 @@ Test(reader, records_only_in_its_slot)
 
 Test(reader, stops_when_the_target_is_gone)
 {
-	struct tgt t = start_target(1);
+	struct rr_procs t = start_target(1);
 	pid_t mem = start_reader(&t, RR_MEM, NULL, 64);
 
 	t.sh->readers_on[0] = true;
 	__atomic_store_n(&t.sh->phase, 0, __ATOMIC_RELEASE);
 	settle(t.sh, 1);
-	kill(t.pid, SIGKILL);
-	waitpid(t.pid, NULL, 0);
+	kill(t.target, SIGKILL);
+	waitpid(t.target, NULL, 0);
 	wait_exit(mem); /* by itself: the phase never said stop */
 	cr_assert_eq(t.sh->cell[RR_MEM][0].outcome[RR_GONE], 1);
 	cr_assert(t.sh->cell[RR_MEM][0].outcome[RR_OK] >= 1);
-	close(t.cmd);
+	rr_close_target(&t);
 }
 
 /* The writer thread's voluntary context switches (one per pause): proof it has done calls. */
@@ -300,11 +259,11 @@ static long writer_switches(pid_t pid)
 
 Test(target, writer_records_its_calls_per_slot)
 {
-	struct tgt t = start_target(3);
+	struct rr_procs t = start_target(3);
 
 	__atomic_store_n(&t.sh->phase, 2, __ATOMIC_RELEASE);
-	cr_assert_eq(write(t.cmd, "W", 1), 1);
-	for (int ms = 0; writer_switches(t.pid) < 3; ms++) {
+	cr_assert(rr_start_writer(&t), "the target did not say its writer started");
+	for (int ms = 0; writer_switches(t.target) < 3; ms++) {
 		cr_assert(ms < 20000, "the writer thread did not run");
 		poll(NULL, 0, 1);
 	}

@@ -360,11 +360,12 @@ local function Pandoc(doc)
         Code = function(c)
           local t = read_file(c.text)
           if not t then fail("chapter listed in book.md not found: " .. c.text) end
-          local nn = c.text:match("chapters/(%d+)%-[^/]*%.md$")
-          if not nn then fail("chapter file not named chapters/NN-slug.md: " .. c.text) end
           -- An empty div marks where each chapter starts, for number_sections().
-          texts[#texts + 1] = "::: {.mmlocks-chapter nn=" .. nn .. "}\n:::\n\n"
-            .. refs.tag_source(t, c.text)
+          -- Other files (check-refs.sh renders handouts this way) keep
+          -- pandoc's own numbering.
+          local nn = c.text:match("^chapters/(%d+)%-[^/]*%.md$")
+          local mark = nn and ("::: {.mmlocks-chapter nn=" .. nn .. "}\n:::\n\n") or ""
+          texts[#texts + 1] = mark .. refs.tag_source(t, c.text)
         end,
       })
       if #texts == 0 then fail("book.md: the .chapters list is empty") end

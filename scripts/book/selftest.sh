@@ -61,11 +61,6 @@ nums=$(cd "$tmp" && pandoc book.md --lua-filter "$filter" --number-sections -t h
 if [ "$nums" = 'data-number="1" data-number="1.1" data-number="7" data-number="7.1" data-number="7.1.1" data-number="7.2" ' ]; then
   echo "  ok   chapter numbers from file names"; pass=$((pass + 1))
 else echo "  FAIL chapter numbers from file names: $nums"; fail=$((fail + 1)); fi
-printf -- '---\ntitle: t\n---\n::: {.chapters}\n- `chapters/c.md`\n:::\n' > "$tmp/book.md"
-printf '# T\n' > "$tmp/chapters/c.md"
-if (cd "$tmp" && pandoc book.md --lua-filter "$filter" -t html 2>&1) | grep -qF "chapter file not named chapters/NN-slug.md: chapters/c.md"; then
-  echo "  ok   chapter file without a number"; pass=$((pass + 1))
-else echo "  FAIL chapter file without a number"; fail=$((fail + 1)); fi
 
 # ---- references: fixture runs R1 and R2 of "demo", a failed run of "broken"
 mkrun() { # mkrun EXP RUN OK JSONL

@@ -17,6 +17,7 @@
 #define KNOB MG_KNOBS "/deferred_split_early_check"
 #define CNT_PU MG_KNOBS "/deferred_split_partial_unmaps"
 #define CNT_LOCK MG_KNOBS "/deferred_split_lock_taken"
+#define DROP_CACHES "/proc/sys/vm/drop_caches"
 #define MAX_THREADS 256
 
 struct ds_opts opt = { 0, 4, 16, 1000, 5, 0, 300, false };
@@ -199,9 +200,10 @@ static long long flips, drops, drop_fail;
 
 /*
  * The main thread's part of a stress run: flip the knob every 5 ms and, every
- * 25 ms, write 6 to drop_caches: drop_slab() runs every shrinker, among them
+ * 25 ms, write 2 to drop_caches: drop_slab() runs every shrinker, among them
  * thp-deferred_split (deferred_split_scan() splits the partially mapped
- * folios it finds queued); 4 keeps the kernel from logging each write.
+ * folios it finds queued). The sysctl takes 1..4; stress() writes 4 once
+ * first, which only stops the kernel from logging each write.
  */
 static void stress_during(long long ms)
 {
@@ -210,7 +212,7 @@ static void stress_during(long long ms)
 	for (int i = 0; !mg_stop_signal && mg_now_ns() < end; i++) {
 		if (!mg_knob_set_ll(KNOB, (i + 1) % 2))
 			flips++;
-		if (i % 5 == 0 && mg_write_file("/proc/sys/vm/drop_caches", "6"))
+		if (i % 5 == 0 && mg_write_file(DROP_CACHES, "2"))
 			drop_fail++;
 		else if (i % 5 == 0)
 			drops++;
@@ -224,8 +226,9 @@ static bool stress(int threads)
 	struct mg_json j;
 	bool ok;
 
-	if (mg_write_file(CNT_PU, "0") || mg_write_file(CNT_LOCK, "0") || !ds_vm_read(v0)) {
-		mg_error(EXP, "cannot reset the counters");
+	if (mg_write_file(DROP_CACHES, "4") || mg_write_file(CNT_PU, "0") ||
+	    mg_write_file(CNT_LOCK, "0") || !ds_vm_read(v0)) {
+		mg_error(EXP, "cannot write %s or reset the counters", DROP_CACHES);
 		return false;
 	}
 	ok = run_workers(threads, opt.stress * 1000, stress_during) && ds_vm_read(v1);

@@ -26,7 +26,10 @@ boots it twice under timeouts:
      access_remote_vm_vma_lock switch flipped 0/1), smaps_stress for S
      seconds (smaps_rollup readers against the same kind of target, the
      smaps_rollup_vma_lock switch flipped 0/1 and every rwsem_steal_policy),
-     then every experiment of labs/kernel/experiments with --quick;
+     deferred_split --stress for S/2 seconds (partial THP unmaps by 2
+     threads per vCPU racing deferred_split_scan(), run by drop_caches,
+     while deferred_split_early_check flips 0/1), then every experiment
+     of labs/kernel/experiments with --quick;
   2. mmlocks.mode=selftests: the 6.12 khugepaged selftest (khugepaged:anon)
      with the knobs at their defaults.
 Fails when a console shows a splat (WARNING:, BUG:, lockdep and RCU
@@ -77,6 +80,7 @@ command -v cpio >/dev/null || die "cpio missing: apt-get install cpio"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
+DS_STRESS=$(( (STRESS + 1) / 2 ))
 # The guest's /etc/mmlocks/experiments, plus the stress programs. Their sizes
 # are given, so the mmlocks.quick=1 that shortens the experiments leaves them alone.
 EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | paste -sd, -)
@@ -85,6 +89,7 @@ mkdir -p "$OUT/overlay/etc/mmlocks"
 	cat "$HERE/experiments"
 	echo "smaps-stress  /labs/smaps_stress --seconds $STRESS --vmas 4000 --life-ms 1500"
 	echo "remote-stress  /labs/remote_stress --seconds $RSTRESS --life-ms 1000"
+	echo "deferred-split-stress  /labs/deferred_split --stress $DS_STRESS --timeout $((DS_STRESS + 300))"
 } >"$OUT/overlay/etc/mmlocks/experiments"
 # Linux unpacks concatenated archives in order; a later file replaces an
 # earlier one of the same name.
@@ -94,8 +99,8 @@ INITRD=$OUT/initramfs.cpio.gz
 	(cd "$OUT/overlay" && find etc | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -9n)
 } >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" || die "writing $INITRD failed"
 
-# remote-stress first: smaps-stress reads lockdep's debug_locks at its end.
-RUN=remote-stress,smaps-stress,$EXPS
+# The other stresses first: smaps-stress reads lockdep's debug_locks at its end.
+RUN=remote-stress,deferred-split-stress,smaps-stress,$EXPS
 nexp=$(echo "$RUN" | tr , '\n' | grep -c .)
 GTMO=$(( (STRESS > RSTRESS ? STRESS : RSTRESS) + 600 ))   # per program, in the guest
 fails=0
@@ -137,7 +142,7 @@ splats experiments
 python3 - "$OUT/experiments.jsonl" "$RUN" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 path, names = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
-ends, summary, remote = {}, {}, {}
+ends, summary, remote, ds = {}, {}, {}, {}
 for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
     try:
         r = json.loads(line.strip("\0\r "))
@@ -149,6 +154,8 @@ for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
         summary.update(r)
     if r.get("type") in ("check", "sample", "summary") and r.get("experiment") == "remote-stress":
         remote.update(r)
+    if r.get("type") == "stress" and r.get("experiment") == "deferred-split":
+        ds = r
 bad = 0
 for n in names:
     e = ends.get(n)
@@ -172,7 +179,14 @@ if remote:
 # Lockdep must still be on after the stress: it switches itself off at its first report.
 dl = summary.get("lockdep_debug_locks")
 bad += dl != 1
-print("%-5s lockdep still on after remote-stress and smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
+print("%-5s lockdep still on after remote-stress, deferred-split-stress and smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
+# deferred-split-stress: the shrinker must have split folios while the knob flipped.
+dsk = ("knob_flips", "drop_caches", "cycles", "deferred_split_partial_unmaps",
+       "deferred_split_lock_taken", "thp_deferred_split_page", "thp_split_page")
+ok = ds.get("exercised") is True
+bad += not ok
+print("%-5s deferred-split-stress exercised the race: %s" % ("ok" if ok else "FAIL",
+      ", ".join("%s=%s" % (k, ds.get(k)) for k in dsk) if ds else "no stress record"))
 sys.exit(1 if bad else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

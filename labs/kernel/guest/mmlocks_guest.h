@@ -173,6 +173,36 @@ int mg_cmp_double(const void *a, const void *b);
 /* Median of n values (sorts the array in place). */
 double mg_median(double *v, size_t n);
 
+/* ---- ftrace (mg_trace.c) ---------------------------------------------- */
+
+/*
+ * The timestamp of a trace line (trace_clock "mono", so comparable with
+ * mg_now_ns()): the "SECONDS.FRACTION:" field just before `ev`, a pointer
+ * into `line` at the event name. False if there is none.
+ */
+bool mg_trace_ts(const char *line, const char *ev, uint64_t *ns);
+
+/*
+ * Trace only task `pid`'s events (set_event_pid), each of `events`
+ * ("system/event", NULL-terminated) enabled, trace_clock mono, a ring
+ * buffer of buffer_kb per CPU, emptied; then tracing_on. Every knob goes
+ * back through mg_restore_all(). 0, or -errno after an error record.
+ */
+int mg_trace_start(const char *experiment, pid_t pid, const char *const *events, long long buffer_kb);
+
+/*
+ * mg_trace_reader(tp), a thread body: reads trace_pipe and calls
+ * tp->line(tp->arg, line) for each line (no newline), in order, until
+ * tp->stop is set and the pipe is empty.
+ */
+struct mg_trace_pipe {
+	void (*line)(void *arg, const char *line);
+	void *arg;
+	int stop;
+};
+
+void *mg_trace_reader(void *tp);
+
 /* ---- address-space layouts -------------------------------------------- */
 
 /*

@@ -1,6 +1,7 @@
 /* Guest experiment "khugepaged-cursor": time until khugepaged collapses a region behind many small VMAs under mmap_lock contention, cursor 0 vs 1, over a sweep of writer pauses. */
 #define _GNU_SOURCE
 #include "mmlocks_guest.h"
+#include "khugepaged_cursor/report.h"
 #include "khugepaged_cursor/trylocks.h"
 
 #include <errno.h>
@@ -19,7 +20,6 @@
 #define EXP "khugepaged-cursor"
 #define SMALL_BASE 0x100000000ul
 #define PMD_SIZE (2ul << 20)
-#define MAX_RUNS 50
 #define MAX_PAUSES 8
 #define RUNS_DEFAULT 3
 #define TIMEOUT_DEFAULT 30
@@ -81,7 +81,7 @@ static void usage(FILE *f)
 		"  --vmas N             ineligible VMAs (100..1000000, default 10000)\n"
 		"  --region-mb M        collapsible region, MiB, even (2..512, default 16)\n"
 		"  --writers W          mmap/munmap threads (0..8, default 2)\n"
-		"  --writer-pause-us U[,U...]  pause between their calls, up to %d values\n"
+		"  --writer-pause-us U[,U...]  busy-wait between their calls, up to %d values\n"
 		"                       (0..1000000 each, default %s; quick %s)\n"
 		"  --sleep-ms S         khugepaged/scan_sleep_millisecs during runs (0..60000, default 100)\n"
 		"  --timeout T          bound on one run, seconds (1..3600, default %d; quick 10)\n"
@@ -143,12 +143,18 @@ static void *writer(void *arg)
 	while (!__atomic_load_n(&writers_stop, __ATOMIC_ACQUIRE)) {
 		/* Each call takes mmap_write_lock: khugepaged's trylock fails meanwhile. */
 		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t until;
 
 		if (m != MAP_FAILED)
 			munmap(m, 4096);
 		__atomic_fetch_add(&writer_calls, 1, __ATOMIC_RELAXED);
-		if (pause_us)
-			mg_sleep_us((unsigned long)pause_us);
+		/*
+		 * The pause is spent on the CPU, outside the lock. A sleep, even
+		 * of 1 us, gives the vCPU away (under TCG for far longer than
+		 * asked) and khugepaged in: the failure rate drops at once.
+		 */
+		for (until = mg_now_ns() + (uint64_t)pause_us * 1000; pause_us && mg_now_ns() < until;)
+			;
 	}
 	return NULL;
 }
@@ -167,8 +173,6 @@ static void run_child(int fd, int id)
 	char *r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* The writers' pause as asked, not rounded up by the default 50 us timer slack. */
-	prctl(PR_SET_TIMERSLACK, 1ul);
 	if (mg_map_small_vmas(SMALL_BASE, (size_t)opt.vmas))
 		_exit(10);
 	r = mmap((void *)raddr, region, PROT_READ | PROT_WRITE,
@@ -277,40 +281,12 @@ static bool run_trylocks(int id, struct trylocks *out)
 	}
 }
 
-/* Per pause and cursor setting: each run's seconds and trylock failure rate (%, NaN: unknown). */
-static double secs[MAX_PAUSES][2][MAX_RUNS], fpct[MAX_PAUSES][2][MAX_RUNS];
-static int done[MAX_PAUSES][2], timeouts[MAX_PAUSES][2], nofail[MAX_PAUSES][2];
-
-/* Median, min and max of n values; NaNs (unknown) left out, NaN if none is left. */
-static double stats(const double *v, int n, double *lo, double *hi)
-{
-	double tmp[2 * MAX_RUNS];
-	int k = 0;
-
-	for (int i = 0; i < n; i++)
-		if (v[i] == v[i])
-			tmp[k++] = v[i];
-	if (!k) {
-		*lo = *hi = NAN;
-		return NAN;
-	}
-	double med = mg_median(tmp, (size_t)k);
-
-	*lo = tmp[0];
-	*hi = tmp[k - 1];
-	return med;
-}
-
-static double median_of(const double *v, int n)
-{
-	double lo, hi;
-
-	return stats(v, n, &lo, &hi);
-}
+static struct pause_runs R[MAX_PAUSES];
 
 /* One run: its sample record; false if the child did not report. */
 static bool measure(int p, int run, int cur, int id)
 {
+	struct pause_runs *r = &R[p];
 	struct result res;
 	struct trylocks tl;
 	struct mg_json j;
@@ -321,7 +297,7 @@ static bool measure(int p, int run, int cur, int id)
 		mg_error(EXP, "cannot write khugepaged_per_slot_cursor");
 		return false;
 	}
-	pause_us = opt.pause[p];
+	pause_us = r->pause_us = opt.pause[p];
 	mg_log("writer pause %lld us, run %d, per-slot cursor %d", pause_us, run + 1, cur);
 	if (!one_run(&res, id)) {
 		mg_error(EXP, "run %d with cursor %d did not report", run + 1, cur);
@@ -329,10 +305,11 @@ static bool measure(int p, int run, int cur, int id)
 	}
 	traced = run_trylocks(id, &tl);
 	tries = traced ? trylocks_attempts(&tl) : 0;
-	secs[p][cur][done[p][cur]] = res.seconds;
-	fpct[p][cur][done[p][cur]++] = tries > 0 ? 100.0 * (double)tl.fails / (double)tries : NAN;
-	timeouts[p][cur] += !res.completed;
-	nofail[p][cur] += !traced || tl.fails == 0;
+	r->secs[cur][r->done[cur]] = res.seconds;
+	r->fail_pct[cur][r->done[cur]++] = tries > 0 ? 100.0 * (double)tl.fails / (double)tries : NAN;
+	r->timeouts[cur] += !res.completed;
+	r->untraced[cur] += !traced;
+	r->failures[cur] += traced ? tl.fails : 0;
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "run", run + 1);
 	mgj_int(&j, "writer_pause_us", pause_us);
@@ -347,7 +324,7 @@ static bool measure(int p, int run, int cur, int id)
 	if (traced) {
 		mgj_int(&j, "trylocks", tries);
 		mgj_int(&j, "trylock_failures", tl.fails);
-		mgj_num(&j, "trylock_fail_pct", fpct[p][cur][done[p][cur] - 1]);
+		mgj_num(&j, "trylock_fail_pct", r->fail_pct[cur][r->done[cur] - 1]);
 		mgj_int(&j, "collapse_retakes", tl.retakes);
 		mgj_int(&j, "trace_other_mm", tl.other_mm);
 		mgj_int(&j, "trace_lost", tl.lost);
@@ -355,83 +332,6 @@ static bool measure(int p, int run, int cur, int id)
 	mgj_emit(&j);
 	return true;
 }
-
-/* region: summary */
-/* Per pause: a table row and two summaries (time to collapse, trylock failure rate). */
-static void report(int p)
-{
-	char metric[128];
-	double bm, blo, bhi, am, alo, ahi, fb, fa, all[2 * MAX_RUNS];
-	int n = done[p][0];
-	struct mg_json j;
-
-	bm = stats(secs[p][0], n, &blo, &bhi);
-	am = stats(secs[p][1], n, &alo, &ahi);
-	fb = median_of(fpct[p][0], n);
-	fa = median_of(fpct[p][1], n);
-	memcpy(all, fpct[p][0], (size_t)n * sizeof(double));
-	memcpy(all + n, fpct[p][1], (size_t)n * sizeof(double));
-
-	mgj_start(&j, "table_row", EXP);
-	mgj_str(&j, "table", "medians per writer pause (s; trylock failures in % of attempts)");
-	mgj_int(&j, "writer_pause_us", opt.pause[p]);
-	mgj_int(&j, "runs", n);
-	mgj_num(&j, "stock_s", bm);
-	mgj_num(&j, "per_slot_s", am);
-	mgj_num(&j, "ratio", am > 0 ? bm / am : -1);
-	mgj_int(&j, "stock_timeouts", timeouts[p][0]);
-	mgj_int(&j, "per_slot_timeouts", timeouts[p][1]);
-	mgj_num(&j, "stock_fail_pct", fb);
-	mgj_num(&j, "per_slot_fail_pct", fa);
-	mgj_num(&j, "fail_pct", median_of(all, 2 * n));
-	mgj_emit(&j);
-
-	snprintf(metric, sizeof(metric), "time to full collapse (median), writer pause %lld us", opt.pause[p]);
-	mgj_start(&j, "summary", EXP);
-	mgj_str(&j, "metric", metric);
-	mgj_str(&j, "unit", "s");
-	mgj_num(&j, "before", bm);
-	mgj_num(&j, "after", am);
-	mgj_num(&j, "ratio", am > 0 ? bm / am : -1);
-	mgj_str(&j, "published", "10.8 s -> 3.6 s (3.0x)");
-	mgj_str(&j, "source", "seed 000 patch 2, \"mm/khugepaged: scan mm's more efficiently under mmap_lock contention\"");
-	mgj_str(&j, "goal", ">= 1.5x");
-	/* A timed-out stock run only makes the ratio a lower bound; a timed-out patched run fails. */
-	mgj_bool(&j, "pass", timeouts[p][1] == 0 && am > 0 && bm >= 1.5 * am);
-	mgj_str(&j, "before_label", "global cursor (stock)");
-	mgj_str(&j, "after_label", "per-slot cursor");
-	mgj_int(&j, "writer_pause_us", opt.pause[p]);
-	mgj_int(&j, "runs", n);
-	mgj_num(&j, "before_min", blo);
-	mgj_num(&j, "before_max", bhi);
-	mgj_num(&j, "after_min", alo);
-	mgj_num(&j, "after_max", ahi);
-	mgj_int(&j, "before_timeouts", timeouts[p][0]);
-	mgj_int(&j, "after_timeouts", timeouts[p][1]);
-	mgj_num(&j, "trylock_fail_pct", median_of(all, 2 * n));
-	mgj_emit(&j);
-
-	/* The counter that shows the contention acted: khugepaged's failed trylocks. */
-	snprintf(metric, sizeof(metric), "khugepaged mmap_read_trylock() failure rate (median), writer pause %lld us",
-		 opt.pause[p]);
-	mgj_start(&j, "summary", EXP);
-	mgj_str(&j, "metric", metric);
-	mgj_str(&j, "unit", "%");
-	mgj_num(&j, "before", fb);
-	mgj_num(&j, "after", fa);
-	mgj_num(&j, "ratio", fa > 0 ? fb / fa : -1);
-	mgj_str(&j, "published", "none (\"heavy mmap_lock contention\")");
-	mgj_str(&j, "source", "mmap_lock_acquire_returned trace events of khugepaged, per run");
-	mgj_str(&j, "goal", "failures in every run");
-	mgj_bool(&j, "pass", nofail[p][0] == 0 && nofail[p][1] == 0);
-	mgj_str(&j, "before_label", "global cursor (stock)");
-	mgj_str(&j, "after_label", "per-slot cursor");
-	mgj_int(&j, "writer_pause_us", opt.pause[p]);
-	mgj_int(&j, "runs", n);
-	mgj_int(&j, "runs_without_failures", nofail[p][0] + nofail[p][1]);
-	mgj_emit(&j);
-}
-/* endregion: summary */
 
 int main(int argc, char **argv)
 {
@@ -496,7 +396,7 @@ int main(int argc, char **argv)
 				if (!measure(p, run, (run + k) % 2, ++id))
 					rc = MG_EXIT_FAIL;
 		if (!rc && !mg_stop_signal)
-			report(p);
+			report_pause(&R[p]);
 	}
 	/* endregion: run-loop */
 	__atomic_store_n(&tpipe.stop, 1, __ATOMIC_RELEASE);

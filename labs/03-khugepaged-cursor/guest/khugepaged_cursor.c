@@ -21,10 +21,10 @@
 #define SMALL_BASE 0x100000000ul
 #define PMD_SIZE (2ul << 20)
 #define MAX_PAUSES 8
-#define RUNS_DEFAULT 3
-#define TIMEOUT_DEFAULT 30
-#define DEFAULT_PAUSES "0,20"
-#define QUICK_PAUSES "20"
+#define RUNS_DEFAULT 2
+#define TIMEOUT_DEFAULT 15
+#define DEFAULT_PAUSES "100,50,0"
+#define QUICK_PAUSES "50"
 
 static struct {
 	long long vmas, region_mb, writers, runs, sleep_ms, timeout, skip_batch;

@@ -52,7 +52,7 @@ static void start(struct mg_json *j, const char *metric, const char *unit, doubl
 }
 
 /* region: summary */
-void report_pause(const struct pause_runs *r)
+void report_pause(const struct pause_runs *r, bool main_pause)
 {
 	char metric[128];
 	double bm, blo, bhi, am, alo, ahi, fb, fa, all[2 * MAX_RUNS];
@@ -84,9 +84,10 @@ void report_pause(const struct pause_runs *r)
 	start(&j, metric, "s", bm, am);
 	mgj_str(&j, "published", "10.8 s -> 3.6 s (3.0x)");
 	mgj_str(&j, "source", "seed 000 patch 2, \"mm/khugepaged: scan mm's more efficiently under mmap_lock contention\"");
-	mgj_str(&j, "goal", ">= 1.5x");
+	mgj_str(&j, "goal", main_pause ? ">= 1.5x" : "none: a point on the model's curve");
 	/* A timed-out stock run only makes the ratio a lower bound; a timed-out patched run fails. */
-	mgj_bool(&j, "pass", r->timeouts[1] == 0 && am > 0 && bm >= 1.5 * am);
+	mgj_bool(&j, "pass", r->timeouts[1] == 0 && am > 0 && (!main_pause || bm >= 1.5 * am));
+	mgj_bool(&j, "main", main_pause);
 	mgj_str(&j, "before_label", "global cursor (stock)");
 	mgj_str(&j, "after_label", "per-slot cursor");
 	mgj_int(&j, "writer_pause_us", r->pause_us);

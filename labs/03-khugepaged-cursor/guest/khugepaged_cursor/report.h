@@ -2,6 +2,8 @@
 #ifndef KHUGEPAGED_CURSOR_REPORT_H
 #define KHUGEPAGED_CURSOR_REPORT_H
 
+#include <stdbool.h>
+
 #define MAX_RUNS 50
 
 /* The runs at one writer pause; index 0: global cursor (stock), 1: per-slot. */
@@ -13,7 +15,12 @@ struct pause_runs {
 	double fail_pct[2][MAX_RUNS];     /* each run's failed / attempted trylocks, %; NaN: unknown */
 };
 
-/* A table row and two summaries (time to full collapse, trylock failure rate). */
-void report_pause(const struct pause_runs *r);
+/*
+ * A table row and two summaries (time to full collapse, trylock failure
+ * rate). Only the main pause's time has a goal (>= 1.5x); at the others
+ * it is a point on the model's curve, valid when every per-slot run
+ * finished.
+ */
+void report_pause(const struct pause_runs *r, bool main_pause);
 
 #endif

@@ -21,9 +21,9 @@
 #define SMALL_BASE 0x100000000ul
 #define PMD_SIZE (2ul << 20)
 #define MAX_PAUSES 8
-#define RUNS_DEFAULT 2
-#define TIMEOUT_DEFAULT 20
-#define DEFAULT_PAUSES "50,100,0"
+#define RUNS_DEFAULT 3
+#define TIMEOUT_DEFAULT 15
+#define DEFAULT_PAUSES "50,0"
 #define QUICK_PAUSES "50"
 
 static struct {

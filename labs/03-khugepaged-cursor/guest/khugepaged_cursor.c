@@ -22,7 +22,7 @@
 #define PMD_SIZE (2ul << 20)
 #define MAX_PAUSES 8
 #define RUNS_DEFAULT 3
-#define TIMEOUT_DEFAULT 15
+#define TIMEOUT_DEFAULT 12
 #define DEFAULT_PAUSES "50,0"
 #define QUICK_PAUSES "50"
 

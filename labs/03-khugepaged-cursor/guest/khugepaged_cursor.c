@@ -85,7 +85,7 @@ static void usage(FILE *f)
 		"  --writer-pause-us U[,U...]  busy-wait between their calls, up to %d values\n"
 		"                       (0..1000000 each, default %s; quick %s)\n"
 		"  --sleep-ms S         khugepaged/scan_sleep_millisecs during runs (0..60000, default 100)\n"
-		"  --timeout T          bound on one run, seconds (1..3600, default %d; quick 10)\n"
+		"  --timeout T          bound on one run, seconds (1..3600, default %d; quick 8)\n"
 		"  --skip-batch B       khugepaged_skip_batch during runs (0..1000000, default 0 = patch 2 alone)\n"
 		"  --quick              small, fast settings (< 30 s under TCG)\n"
 		"  --help               this text\n"
@@ -105,7 +105,7 @@ static void parse_args(int argc, char **argv)
 		MG_INT("writers", &opt.writers, 0, 8, MG_NO_QUICK),
 		MG_STR("writer-pause-us", &opt.pauses),
 		MG_INT("sleep-ms", &opt.sleep_ms, 0, 60000, MG_NO_QUICK),
-		MG_INT("timeout", &opt.timeout, 1, 3600, 10),
+		MG_INT("timeout", &opt.timeout, 1, 3600, 8),
 		MG_INT("skip-batch", &opt.skip_batch, 0, 1000000, MG_NO_QUICK),
 		MG_OPTS_END,
 	};

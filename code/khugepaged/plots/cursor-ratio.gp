@@ -8,7 +8,7 @@ set ylabel "time ratio, global / per-slot (log scale)"
 set logscale y
 set format y "%g"
 set xrange [0:1]
-set key top left
+set key top left Left reverse
 set grid
 plot data using 1:($3/$5) with linespoints pt 7 ps 0.6 title "model: 10000 VMAs, 8 ranges, 100 ms sleep", \
      points using ($3 == 0 ? $1 : NaN):2 with points pt 5 ps 1.2 title "guest reference runs (one point per writer pause)", \

@@ -15,7 +15,7 @@ progs=(
   labs/kernel/linux-source.sh
   scripts/reference.sh scripts/reference-bench.sh scripts/book/check-numbers.py scripts/book/check-refs.sh
   labs/tools/check-mutants scripts/check-leaks.py scripts/book/epub-titles.py scripts/book/browser-check.py
-  scripts/book/epub-figures.py
+  scripts/book/epub-figures.py code/khugepaged/plots/guest-points.py
 )
 # Programs that exist only once their part is built; each line: PATH.
 while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(

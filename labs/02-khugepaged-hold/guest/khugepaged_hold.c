@@ -4,7 +4,6 @@
 #include "khugepaged_hold/holds.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -32,7 +31,6 @@ static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Every change of full_scans the poller saw, per configuration: (when, value). */
 static struct tlog obs[2];
 static uint64_t trace_last_ts; /* newest event timestamp the reader has processed */
-static int trace_stop;
 
 /* Writer cross-check (mg_mmap_writer): mmap+munmap latency per configuration. */
 static int phase = IDLE;
@@ -93,48 +91,18 @@ static void parse_args(int argc, char **argv)
 	opt.quick = mg_parse_opts("khugepaged_hold", argc, argv, o, usage);
 }
 
-/* ---- trace_pipe reader ------------------------------------------------ */
+/* ---- trace_pipe (mg_trace_reader) --------------------------------------- */
 
-static void *trace_reader(void *arg)
+static void trace_line(void *arg, const char *line)
 {
-	static char buf[1 << 16];
-	size_t have = 0;
-	int fd = open(MG_TRACING "/trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
 	(void)arg;
-	if (fd < 0) {
-		mg_log("open trace_pipe: %s", strerror(errno));
-		return NULL;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *line, *nl;
-
-		if (n <= 0) {
-			/* Empty: stop only once asked to and drained. */
-			if (__atomic_load_n(&trace_stop, __ATOMIC_ACQUIRE))
-				break;
-			mg_sleep_us(20000);
-			continue;
-		}
-		have += (size_t)n;
-		buf[have] = '\0';
-		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
-			*nl = '\0';
-			pthread_mutex_lock(&win_lock);
-			holds_line(&H, line);
-			__atomic_store_n(&trace_last_ts, H.last_ts, __ATOMIC_RELEASE);
-			pthread_mutex_unlock(&win_lock);
-		}
-		have = (size_t)(buf + have - line);
-		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1) /* absurdly long line: drop it */
-			have = 0;
-	}
-	close(fd);
-	return NULL;
+	pthread_mutex_lock(&win_lock);
+	holds_line(&H, line);
+	__atomic_store_n(&trace_last_ts, H.last_ts, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&win_lock);
 }
 
+static struct mg_trace_pipe tpipe = { trace_line, NULL, 0 };
 
 /* ---- CPU placement ----------------------------------------------------- */
 
@@ -479,25 +447,22 @@ int main(int argc, char **argv)
 	mgj_emit(&j);
 
 	/* region: tracing */
-	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)khugepaged);
-	if (set_or_fail(MG_TRACING "/tracing_on", "0") ||
-	    set_or_fail(MG_TRACING "/buffer_size_kb", "8192") ||
-	    set_or_fail(MG_TRACING "/trace_clock", "mono") ||
-	    set_or_fail(MG_TRACING "/set_event_pid", pidbuf) ||
-	    set_or_fail(MG_TRACING "/events/mmap_lock/mmap_lock_acquire_returned/enable", "1") ||
-	    set_or_fail(MG_TRACING "/events/mmap_lock/mmap_lock_released/enable", "1") ||
-	    set_or_fail(MG_TRACING "/events/huge_memory/mmlocks_khugepaged_walk_gap/enable", "1"))
-		return MG_EXIT_FAIL;
-	mg_write_file(MG_TRACING "/trace", ""); /* empty the ring buffer */
-	if (set_or_fail(MG_TRACING "/tracing_on", "1"))
-		return MG_EXIT_FAIL;
+	{
+		static const char *const ev[] = {
+			"mmap_lock/mmap_lock_acquire_returned", "mmap_lock/mmap_lock_released",
+			"huge_memory/mmlocks_khugepaged_walk_gap", NULL,
+		};
+
+		if (mg_trace_start(EXP, khugepaged, ev, 8192))
+			return MG_EXIT_FAIL;
+	}
 	/* endregion: tracing */
 
 	holds_init(&H, (uint64_t)opt.stall_us * 1000);
 	for (int c = 0; c < 2; c++) {
 		mg_lat_init(&wlat[c], 1 << 20);
 	}
-	pthread_create(&tt, NULL, trace_reader, NULL);
+	pthread_create(&tt, NULL, mg_trace_reader, &tpipe);
 	wr.pause_us = (unsigned long)opt.pause_us;
 	pthread_create(&wt, NULL, mg_mmap_writer, &wr);
 
@@ -565,7 +530,7 @@ int main(int argc, char **argv)
 
 	/* Give the ring buffer a moment to reach trace_pipe, then drain it. */
 	mg_sleep_us(300000);
-	__atomic_store_n(&trace_stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&tpipe.stop, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&phase, STOP, __ATOMIC_RELEASE);
 	pthread_join(tt, NULL);
 	pthread_join(wt, NULL);

@@ -34,6 +34,28 @@ bool mg_parse_ll(const char *s, long long min, long long max, long long *out)
 	return true;
 }
 
+int mg_parse_ll_list(const char *s, long long min, long long max, long long *out, int cap)
+{
+	char item[32];
+	int n = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (;;) {
+		size_t len = strcspn(s, ",");
+
+		if (!len || len >= sizeof(item) || n == cap)
+			return -1;
+		memcpy(item, s, len);
+		item[len] = '\0';
+		if (!mg_parse_ll(item, min, max, &out[n++]))
+			return -1;
+		if (!s[len])
+			return n;
+		s += len + 1;
+	}
+}
+
 static void __attribute__((noreturn, format(printf, 3, 4)))
 usage_error(const char *prog, void (*usage)(FILE *), const char *fmt, ...)
 {
@@ -61,7 +83,8 @@ bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt 
 			fprintf(stderr, "%s: more than %d options: raise MG_MAX_OPTS\n", prog, MG_MAX_OPTS);
 			exit(MG_EXIT_FAIL);
 		}
-		lo[n] = (struct option){ o[n].name, o[n].val ? required_argument : no_argument, NULL, 'o' };
+		lo[n] = (struct option){ o[n].name, o[n].val || o[n].str ? required_argument : no_argument,
+					 NULL, 'o' };
 	}
 	lo[n] = (struct option){ "quick", no_argument, NULL, 'q' };
 	lo[n + 1] = (struct option){ "help", no_argument, NULL, 'h' };
@@ -75,6 +98,8 @@ bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt 
 			quick = true;
 		} else if (c != 'o') {
 			usage_error(prog, usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+		} else if (o[i].str) {
+			*o[i].str = optarg;
 		} else if (!o[i].val) {
 			*o[i].flag = o[i].flag_value;
 		} else if (!mg_parse_ll(optarg, o[i].min, o[i].max, o[i].val) || (o[i].even && *o[i].val % 2)) {

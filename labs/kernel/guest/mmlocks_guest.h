@@ -53,6 +53,11 @@ void mg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Parse a whole decimal integer in [min, max]; false on junk or range. */
 bool mg_parse_ll(const char *s, long long min, long long max, long long *out);
+/*
+ * Parse "A,B,C" (whole numbers in [min, max], at most cap of them) into
+ * out[]; the count, or -1 on junk, range, an empty item or too many.
+ */
+int mg_parse_ll_list(const char *s, long long min, long long max, long long *out, int cap);
 
 /* A quick value that --quick leaves alone. */
 #define MG_NO_QUICK LLONG_MIN
@@ -62,13 +67,15 @@ bool mg_parse_ll(const char *s, long long min, long long max, long long *out);
  * One option of a guest program's command line, "--name". An integer
  * option (val set) takes a whole number in [min, max] (even, if asked) and
  * under --quick becomes `quick` unless given (MG_NO_QUICK: keep it). A flag
- * option (val NULL) sets *flag to flag_value.
+ * option (val NULL) sets *flag to flag_value. A string option (str set)
+ * points *str at its argument; the program checks it.
  */
 struct mg_opt {
 	const char *name;
 	long long *val, min, max, quick;
 	bool even;
 	bool *flag, flag_value;
+	const char **str;
 };
 
 /* Table entries: an integer, an even integer, a flag; MG_OPTS_END ends it. */
@@ -76,6 +83,7 @@ struct mg_opt {
 #define MG_EVEN(n, v, lo, hi, q) \
 	{ .name = (n), .val = (v), .min = (lo), .max = (hi), .quick = (q), .even = true }
 #define MG_FLAG(n, f, value) { .name = (n), .flag = (f), .flag_value = (value) }
+#define MG_STR(n, s) { .name = (n), .str = (s) }
 #define MG_OPTS_END { .name = NULL }
 
 /*
@@ -172,6 +180,36 @@ void *mg_mmap_writer(void *w);
 int mg_cmp_double(const void *a, const void *b);
 /* Median of n values (sorts the array in place). */
 double mg_median(double *v, size_t n);
+
+/* ---- ftrace (mg_trace.c) ---------------------------------------------- */
+
+/*
+ * The timestamp of a trace line (trace_clock "mono", so comparable with
+ * mg_now_ns()): the "SECONDS.FRACTION:" field just before `ev`, a pointer
+ * into `line` at the event name. False if there is none.
+ */
+bool mg_trace_ts(const char *line, const char *ev, uint64_t *ns);
+
+/*
+ * Trace only task `pid`'s events (set_event_pid), each of `events`
+ * ("system/event", NULL-terminated) enabled, trace_clock mono, a ring
+ * buffer of buffer_kb per CPU, emptied; then tracing_on. Every knob goes
+ * back through mg_restore_all(). 0, or -errno after an error record.
+ */
+int mg_trace_start(const char *experiment, pid_t pid, const char *const *events, long long buffer_kb);
+
+/*
+ * mg_trace_reader(tp), a thread body: reads trace_pipe and calls
+ * tp->line(tp->arg, line) for each line (no newline), in order, until
+ * tp->stop is set and the pipe is empty.
+ */
+struct mg_trace_pipe {
+	void (*line)(void *arg, const char *line);
+	void *arg;
+	int stop;
+};
+
+void *mg_trace_reader(void *tp);
 
 /* ---- address-space layouts -------------------------------------------- */
 

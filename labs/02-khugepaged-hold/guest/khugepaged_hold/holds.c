@@ -51,31 +51,6 @@ void holds_free(struct holds *h)
 	tlog_free(&h->stops);
 }
 
-/* "   khugepaged-35  [001] .....  123.456789: mmap_lock_released: mm=... write=false" */
-static bool parse_ts(const char *line, const char *ev, uint64_t *ns)
-{
-	const char *p = ev, *start;
-	unsigned long long sec = 0, frac = 0;
-	int digits = 0;
-
-	while (p > line && p[-1] == ' ')
-		p--;
-	start = p;
-	while (start > line && start[-1] != ' ')
-		start--;
-	if (sscanf(start, "%llu.", &sec) != 1)
-		return false;
-	start = strchr(start, '.');
-	if (!start || start > p)
-		return false;
-	for (start++; start < p && *start >= '0' && *start <= '9' && digits < 9; start++, digits++)
-		frac = frac * 10 + (unsigned long long)(*start - '0');
-	for (; digits < 9; digits++)
-		frac *= 10;
-	*ns = sec * 1000000000ull + frac;
-	return true;
-}
-
 static struct window *window_of(struct holds *h, uint64_t ts)
 {
 	for (int i = 0; i < 2; i++)
@@ -139,7 +114,7 @@ void holds_line(struct holds *h, const char *line)
 		walk_gap(h, gap);
 		return;
 	}
-	if (!ev || !strstr(line, "khugepaged-") || !parse_ts(line, ev + 1, &ts))
+	if (!ev || !strstr(line, "khugepaged-") || !mg_trace_ts(line, ev + 1, &ts))
 		return;
 	write = strstr(ev, "write=true") != NULL;
 	h->last_ts = ts;

@@ -1,9 +1,39 @@
 /* fault.c - the x86 page fault path of 6.12: per-VMA lock first, VM_FAULT_RETRY and mmap_lock as the fallback. */
+#include <stdlib.h>
+
 #include "vma.h"
+
+/* ACQUIRE pairs with the RELEASE that installs a page: its bytes are filled. */
+struct page *pte_page(struct mm_struct *mm, unsigned long addr)
+{
+	return __atomic_load_n(&mm->pte[addr >> PAGE_SHIFT], __ATOMIC_ACQUIRE);
+}
 
 bool page_present(struct mm_struct *mm, unsigned long addr)
 {
-	return READ_ONCE(mm->pte[addr >> PAGE_SHIFT]);
+	return pte_page(mm, addr) != NULL;
+}
+
+/*
+ * do_anonymous_page(): a new page, filled before it is installed; when a
+ * racing fault installed one first (6.12 sees !pte_none() under the page
+ * table lock), ours is dropped.
+ */
+static void do_anonymous_page(struct mm_struct *mm, unsigned long address)
+{
+	unsigned long base = address & ~(PAGE_SIZE - 1);
+	struct page *page, *none = NULL;
+
+	if (pte_page(mm, address))
+		return;
+	page = malloc(sizeof(*page));
+	if (!page)
+		abort();
+	for (unsigned long i = 0; i < PAGE_SIZE; i++)
+		page->data[i] = page_pattern(base + i);
+	if (!__atomic_compare_exchange_n(&mm->pte[address >> PAGE_SHIFT], &none, page,
+					 false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		free(page);
 }
 
 /* arch/x86/mm/fault.c access_error(), for the three flags we model. */
@@ -59,7 +89,7 @@ vm_fault_t handle_mm_fault(struct vm_area_struct *vma, unsigned long address,
 	ret = vmf_anon_prepare(vma, flags);
 	if (ret)
 		return ret;
-	WRITE_ONCE(vma->vm_mm->pte[address >> PAGE_SHIFT], 1);
+	do_anonymous_page(vma->vm_mm, address);
 	return 0;
 }
 

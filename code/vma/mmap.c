@@ -110,6 +110,7 @@ static void edit_split(struct vma_edit *e, unsigned long addr, bool new_below)
 		edit_touch(e, vma);
 		edit_touch(e, new);
 		new->vm_flags = vma->vm_flags;
+		new->vm_ops = vma->vm_ops;
 		new->anon_vma = READ_ONCE(vma->anon_vma);
 		if (new_below) {
 			new->vm_start = vma->vm_start;
@@ -134,7 +135,8 @@ static void edit_merge_at(struct vma_edit *e, unsigned long addr)
 
 		if (prev->vm_end != addr)
 			continue;
-		if (next->vm_start != addr || next->vm_flags != prev->vm_flags)
+		if (next->vm_start != addr || next->vm_flags != prev->vm_flags ||
+		    next->vm_ops != prev->vm_ops)
 			return;
 		edit_touch(e, prev);	/* vma_expand(): prev grows in place */
 		prev->vm_end = next->vm_end;
@@ -145,11 +147,19 @@ static void edit_merge_at(struct vma_edit *e, unsigned long addr)
 	}
 }
 
+/*
+ * Free the pages: the VMA is write-locked and mmap_lock is held for
+ * write, so no fault, walk or remote reader can be looking at them.
+ */
 static void zap_page_range(struct mm_struct *mm, unsigned long start,
 			   unsigned long end)
 {
-	for (unsigned long a = start; a < end; a += PAGE_SIZE)
-		WRITE_ONCE(mm->pte[a >> PAGE_SHIFT], 0);
+	for (unsigned long a = start; a < end; a += PAGE_SIZE) {
+		struct page *page = mm->pte[a >> PAGE_SHIFT];
+
+		WRITE_ONCE(mm->pte[a >> PAGE_SHIFT], NULL);
+		free(page);
+	}
 }
 
 /* Remove [start, end): split at both ends, zap, detach. */
@@ -203,9 +213,9 @@ static int check_range(unsigned long addr, unsigned long len)
 	return 0;
 }
 
-/* mmap(addr, len, MAP_FIXED|MAP_ANONYMOUS|MAP_PRIVATE) */
-int do_mmap(struct mm_struct *mm, unsigned long addr, unsigned long len,
-	    vm_flags_t flags)
+static int mmap_region(struct mm_struct *mm, unsigned long addr,
+		       unsigned long len, vm_flags_t flags,
+		       const struct vm_operations_struct *ops)
 {
 	struct vma_edit e;
 	struct vm_area_struct *vma;
@@ -220,6 +230,7 @@ int do_mmap(struct mm_struct *mm, unsigned long addr, unsigned long len,
 	vma->vm_start = addr;
 	vma->vm_end = addr + len;
 	vma->vm_flags = flags;
+	vma->vm_ops = ops;
 	for (i = 0; i < e.nr && e.v[i]->vm_start < addr; i++)
 		;
 	edit_insert(&e, i, vma);
@@ -227,6 +238,20 @@ int do_mmap(struct mm_struct *mm, unsigned long addr, unsigned long len,
 	edit_merge_at(&e, addr);
 	edit_commit(&e);
 	return 0;
+}
+
+/* mmap(addr, len, MAP_FIXED|MAP_ANONYMOUS|MAP_PRIVATE) */
+int do_mmap(struct mm_struct *mm, unsigned long addr, unsigned long len,
+	    vm_flags_t flags)
+{
+	return mmap_region(mm, addr, len, flags, NULL);
+}
+
+/* A driver's mmap() that remaps device memory (remap_pfn_range()). */
+int do_mmap_io(struct mm_struct *mm, unsigned long addr, unsigned long len,
+	       const struct vm_operations_struct *ops)
+{
+	return mmap_region(mm, addr, len, VM_IO | VM_PFNMAP | VM_READ, ops);
 }
 
 int do_munmap(struct mm_struct *mm, unsigned long addr, unsigned long len)
@@ -268,10 +293,13 @@ int do_mprotect(struct mm_struct *mm, unsigned long addr, unsigned long len,
 			struct vm_area_struct *vma = e.v[i];
 
 			/* mprotect_fixup(): nothing to do if flags match */
+			/* VM_IO and VM_PFNMAP stay: they say what the memory is */
+			vm_flags_t nf = flags | (vma->vm_flags & (VM_IO | VM_PFNMAP));
+
 			if (vma->vm_start >= addr && vma->vm_end <= end &&
-			    vma->vm_flags != flags) {
+			    vma->vm_flags != nf) {
 				edit_touch(&e, vma);
-				vma->vm_flags = flags;
+				vma->vm_flags = nf;
 			}
 		}
 		edit_merge_at(&e, end);

@@ -133,12 +133,14 @@ void mm_init(struct mm_struct *mm)
 	memset(mm, 0, sizeof(*mm));
 	init_rwsem(&mm->mmap_lock);
 	pthread_mutex_init(&mm->page_table_lock, NULL);
-	mm->pte = calloc(MM_NR_PAGES, 1);
+	mm->pte = calloc(MM_NR_PAGES, sizeof(*mm->pte));
 	if (!mm->pte)
 		abort();
 	mm->mm_mt = vma_tree_alloc(0);
 	for (int i = 0; i < NR_VMA_LOCK_EVENTS; i++)
 		atomic_init(&mm->vma_lock_events[i], 0);
+	for (int i = 0; i < NR_REMOTE_EVENTS; i++)
+		atomic_init(&mm->remote_events[i], 0);
 }
 
 void mm_destroy(struct mm_struct *mm)
@@ -160,6 +162,8 @@ void mm_destroy(struct mm_struct *mm)
 	mmap_write_unlock(mm);
 	rcu_barrier();		/* runs every vm_area_free_rcu_cb() */
 	free(mm->mm_mt);
+	for (unsigned long i = 0; i < MM_NR_PAGES; i++)
+		free(mm->pte[i]);
 	free(mm->pte);
 	pthread_mutex_destroy(&mm->page_table_lock);
 	rwsem_destroy(&mm->mmap_lock);
@@ -184,6 +188,22 @@ const char *vma_lock_event_name(enum vma_lock_event ev)
 		"vma_lock_miss",
 	};
 	return ev < NR_VMA_LOCK_EVENTS ? names[ev] : "?";
+}
+
+long remote_event(struct mm_struct *mm, enum remote_event ev)
+{
+	return atomic_load(&mm->remote_events[ev]);
+}
+
+const char *remote_event_name(enum remote_event ev)
+{
+	static const char *const names[] = {
+		"access_remote_vm_vma_locked", "access_remote_vm_mmap_locked",
+		"access_remote_vm_fallback", "access_remote_vm_fallback_novma",
+		"access_remote_vm_fallback_span", "access_remote_vm_fallback_pfnmap",
+		"access_remote_vm_fallback_page",
+	};
+	return ev < NR_REMOTE_EVENTS ? names[ev] : "?";
 }
 
 /* ------------------------------------------------- allocation and free */

@@ -48,6 +48,31 @@ typedef unsigned long vm_flags_t;
 #define VM_READ		0x1UL
 #define VM_WRITE	0x2UL
 #define VM_EXEC		0x4UL
+#define VM_PFNMAP	0x400UL		/* raw PFNs, no struct page */
+#define VM_IO		0x4000UL	/* memory-mapped I/O */
+
+/*
+ * A page: 6.12's struct page plus the memory it describes. A fault
+ * allocates one and fills it with page_pattern() (as if the process had
+ * written there), munmap frees it: a reader that copies from a page it
+ * should not reach reads the wrong bytes or freed memory (ASan, TSan).
+ */
+struct page {
+	unsigned char data[PAGE_SIZE];
+};
+
+static inline unsigned char page_pattern(unsigned long addr)
+{
+	return (unsigned char)((addr >> PAGE_SHIFT) * 151 + (addr & (PAGE_SIZE - 1)) * 7);
+}
+
+struct vm_area_struct;
+/* The one operation of 6.12's vm_operations_struct the model needs. */
+struct vm_operations_struct {
+	/* VM_IO/VM_PFNMAP memory for access_remote_vm() (generic_access_phys()) */
+	int (*access)(struct vm_area_struct *vma, unsigned long addr,
+		      void *buf, int len, int write);
+};
 
 /* region: vma-lock-fields */
 struct vma_lock {
@@ -63,6 +88,7 @@ struct vm_area_struct {
 	unsigned long vm_end;		/* first byte after */
 	struct mm_struct *vm_mm;
 	vm_flags_t vm_flags;
+	const struct vm_operations_struct *vm_ops;
 	/* Removed from the mm's tree; unstable RCU readers may read it. */
 	bool detached;
 	/*
@@ -87,12 +113,25 @@ enum vma_lock_event {			/* CONFIG_PER_VMA_LOCK_STATS */
 	NR_VMA_LOCK_EVENTS
 };
 
+enum remote_event {			/* our kernel patch's debugfs counters */
+	ACCESS_REMOTE_VM_VMA_LOCKED,	/* calls served under one VMA lock */
+	ACCESS_REMOTE_VM_MMAP_LOCKED,	/* calls that took mmap_read_lock() */
+	ACCESS_REMOTE_VM_FALLBACK,	/* tried the VMA lock, then mmap_lock: */
+	ACCESS_REMOTE_VM_FALLBACK_NOVMA,  /* lock_vma_under_rcu() failed */
+	ACCESS_REMOTE_VM_FALLBACK_SPAN,	  /* the range runs past vm_end */
+	ACCESS_REMOTE_VM_FALLBACK_PFNMAP, /* VM_IO/VM_PFNMAP: ->access() */
+	ACCESS_REMOTE_VM_FALLBACK_PAGE,	  /* GUP would fault, or refuses */
+	NR_REMOTE_EVENTS
+};
+
 enum vma_hook_point {
 	VMA_HOOK_LOOKUP,	/* a VMA found under RCU, not yet locked */
 	VMA_HOOK_TRYLOCK,	/* vma_start_read(): first check passed */
 	VMA_HOOK_WRITE_LOCKED,	/* writer: VMAs changed, mmap_lock still held */
 	VMA_HOOK_ROLLUP_GATHERED, /* walker: VMA gathered, its lock still held */
 	VMA_HOOK_ROLLUP_UNLOCKED, /* walker: between VMAs, after a drop */
+	VMA_HOOK_REMOTE_COPIED,	/* remote reader: a page copied, lock held */
+	VMA_HOOK_REMOTE_UNLOCKED, /* remote reader: VMA lock dropped, no lock */
 	NR_VMA_HOOKS
 };
 
@@ -110,10 +149,11 @@ struct mm_struct {
 	seqcount_t mm_lock_seq;
 	int map_count;
 	pthread_mutex_t page_table_lock; /* serialises anon_vma setup */
-	unsigned char *pte;		/* model page table: 1 = present */
+	struct page **pte;		/* model page table: NULL = not present */
 
 	/* Model only: */
 	atomic_long vma_lock_events[NR_VMA_LOCK_EVENTS];
+	atomic_long remote_events[NR_REMOTE_EVENTS];	/* access_remote_vm() */
 	vma_hook_fn hook;
 	void *hook_arg;
 	unsigned hook_mask;		/* points that call hook */
@@ -142,6 +182,11 @@ static inline void count_vm_vma_lock_event(struct mm_struct *mm,
 				  memory_order_relaxed);
 }
 
+static inline void count_remote_event(struct mm_struct *mm, enum remote_event ev)
+{
+	atomic_fetch_add_explicit(&mm->remote_events[ev], 1, memory_order_relaxed);
+}
+
 #include "mmap_lock.h"
 
 /* vma.c: the mm, VMAs, the tree, the write side of the VMA lock. */
@@ -150,6 +195,8 @@ void mm_destroy(struct mm_struct *mm);	/* frees every VMA; rcu_barrier() */
 void mm_set_hook(struct mm_struct *mm, vma_hook_fn fn, void *arg, unsigned mask);
 long vma_lock_event(struct mm_struct *mm, enum vma_lock_event ev);
 const char *vma_lock_event_name(enum vma_lock_event ev);
+long remote_event(struct mm_struct *mm, enum remote_event ev);
+const char *remote_event_name(enum remote_event ev);
 struct vm_area_struct *vm_area_alloc(struct mm_struct *mm);
 void vm_area_free(struct vm_area_struct *vma);	/* via call_rcu() */
 struct vm_area_struct *find_vma(struct mm_struct *mm, unsigned long addr);
@@ -174,6 +221,9 @@ int do_mmap(struct mm_struct *mm, unsigned long addr, unsigned long len,
 int do_munmap(struct mm_struct *mm, unsigned long addr, unsigned long len);
 int do_mprotect(struct mm_struct *mm, unsigned long addr, unsigned long len,
 		vm_flags_t flags);
+/* A VM_IO | VM_PFNMAP | VM_READ mapping reached through ops->access (a device's mmap()). */
+int do_mmap_io(struct mm_struct *mm, unsigned long addr, unsigned long len,
+	       const struct vm_operations_struct *ops);
 
 /* fault.c */
 typedef unsigned int vm_fault_t;
@@ -186,6 +236,7 @@ vm_fault_t handle_mm_fault(struct vm_area_struct *vma, unsigned long address,
 vm_fault_t do_user_addr_fault(struct mm_struct *mm, unsigned long address,
 			      bool write);
 bool page_present(struct mm_struct *mm, unsigned long addr);
+struct page *pte_page(struct mm_struct *mm, unsigned long addr); /* NULL: none */
 
 /* rollup.c and rollup_vma.c: /proc/PID/smaps_rollup in two styles. */
 struct mem_size_stats {
@@ -205,5 +256,26 @@ extern long smap_page_cost_ns;		/* model only: see rollup.c */
 int smaps_rollup_mmap(struct mm_struct *mm, struct mem_size_stats *mss);
 int smaps_rollup_vma(struct mm_struct *mm, struct mem_size_stats *mss);
 void smaps_recount(struct mm_struct *mm, struct mem_size_stats *mss);
+
+/*
+ * access_remote.c and access_remote_vma.c: reading another process's
+ * memory (mm/memory.c __access_remote_vm()). Each returns the bytes
+ * copied into buf: len, or fewer when the range runs into a hole or
+ * memory that cannot be read; 0 when addr itself cannot be read.
+ * Reads only (the kernel also writes, for ptrace and /proc/PID/mem).
+ */
+extern int access_remote_vm_vma_lock;	/* the switch: 0 = 6.12, 1 = seed 004 */
+int access_remote_vm(struct mm_struct *mm, unsigned long addr, void *buf, int len);
+int access_remote_vm_mmap(struct mm_struct *mm, unsigned long addr, void *buf, int len);
+int access_remote_vm_vma(struct mm_struct *mm, unsigned long addr, void *buf, int len);
+/* Helpers both share (access_remote.c). */
+int check_vma_flags(struct vm_area_struct *vma);	/* 0: readable through a page */
+struct page *follow_page_vma_locked(struct vm_area_struct *vma, unsigned long addr);
+int access_vm_page(struct vm_area_struct *vma, struct page *page,
+		   unsigned long addr, void *buf, int len);
+struct page *get_user_page_vma_remote(struct mm_struct *mm, unsigned long addr,
+				      struct vm_area_struct **vmap);
+/* fs/proc/base.c mem_rw() for a read: PAGE_SIZE per call; -EIO if nothing. */
+long proc_mem_read(struct mm_struct *mm, unsigned long addr, void *buf, long count);
 
 #endif

@@ -1,7 +1,8 @@
 #!/bin/bash
 # make debug-check: boot the debug kernel (config.debug: lockdep, DEBUG_VM,
-# PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST) and drive the patched paths --
-# smaps_stress, every experiment's --quick, the khugepaged selftest -- then
+# PROVE_RCU, DEBUG_ATOMIC_SLEEP, DEBUG_LIST, KASAN) and drive the patched
+# paths -- remote_stress, smaps_stress, every experiment's --quick, the
+# khugepaged selftest -- then
 # fail on any kernel splat in the console or any failed program.
 set -uo pipefail
 
@@ -14,25 +15,29 @@ SPLATS='WARNING:|BUG:|Oops|possible recursive locking|possible circular locking|
 
 usage() {
 	cat <<EOF
-usage: $PROG [--no-build] [--stress-seconds S] [--skip-selftests] [--help]
+usage: $PROG [--no-build] [--stress-seconds S] [--remote-seconds S] [--skip-selftests] [--help]
 
 Builds the debug kernel (labs/kernel/build.sh --debug: config.fragment +
 config.debug, cached apart from the ordinary kernel) and the initramfs, then
 boots it twice under timeouts:
-  1. mmlocks.mode=run: smaps_stress for S seconds (smaps_rollup readers
+  1. mmlocks.mode=run: remote_stress for R seconds (/proc/PID/mem,
+     cmdline, environ and PTRACE_PEEKDATA readers and a /proc/PID/mem writer
      against VMA changes, faults and exits of the target, the
+     access_remote_vm_vma_lock switch flipped 0/1), smaps_stress for S
+     seconds (smaps_rollup readers against the same kind of target, the
      smaps_rollup_vma_lock switch flipped 0/1 and every rwsem_steal_policy),
      then every experiment of labs/kernel/experiments with --quick;
   2. mmlocks.mode=selftests: the 6.12 khugepaged selftest (khugepaged:anon)
      with the knobs at their defaults.
 Fails when a console shows a splat (WARNING:, BUG:, lockdep and RCU
 reports, "sleeping function called from invalid context", KASAN, Oops, ...),
-when a program exits non-zero or times out, when smaps_stress's checks fail,
+when a program exits non-zero or times out, when a stress program's checks fail,
 or when a selftest case fails (known-skipped cases excepted).
 Logs: build/debug-check/ (console logs, results, summary.txt).
 
   --no-build           do not call build.sh / mkinitramfs.sh
   --stress-seconds S   smaps_stress run time (10..3600, default 120)
+  --remote-seconds S   remote_stress run time (10..3600, default 60)
   --skip-selftests     only boot 1
   --help               this text
 Environment: VCPUS (default 2), MEM (default 2G), as for run-qemu.sh.
@@ -42,18 +47,21 @@ EOF
 die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
-BUILD=1 STRESS=120 SELFTESTS=1
+BUILD=1 STRESS=120 RSTRESS=60 SELFTESTS=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
 	--no-build) BUILD=0; shift ;;
 	--stress-seconds) [ $# -ge 2 ] || die_usage "--stress-seconds needs a number"; STRESS=$2; shift 2 ;;
+	--remote-seconds) [ $# -ge 2 ] || die_usage "--remote-seconds needs a number"; RSTRESS=$2; shift 2 ;;
 	--skip-selftests) SELFTESTS=0; shift ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
 done
 case "$STRESS" in ''|*[!0-9]*) die_usage "--stress-seconds must be a number, got '$STRESS'" ;; esac
 { [ "$STRESS" -ge 10 ] && [ "$STRESS" -le 3600 ]; } || die_usage "--stress-seconds must be 10..3600, got $STRESS"
+case "$RSTRESS" in ''|*[!0-9]*) die_usage "--remote-seconds must be a number, got '$RSTRESS'" ;; esac
+{ [ "$RSTRESS" -ge 10 ] && [ "$RSTRESS" -le 3600 ]; } || die_usage "--remote-seconds must be 10..3600, got $RSTRESS"
 
 T0=$(date +%s)
 KDIR=$TOP/build/kernel-debug
@@ -69,13 +77,14 @@ command -v cpio >/dev/null || die "cpio missing: apt-get install cpio"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-# The guest's /etc/mmlocks/experiments, plus smaps-stress first. Its sizes are
-# given, so the mmlocks.quick=1 that shortens the experiments leaves it alone.
+# The guest's /etc/mmlocks/experiments, plus the stress programs. Their sizes
+# are given, so the mmlocks.quick=1 that shortens the experiments leaves them alone.
 EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | paste -sd, -)
 mkdir -p "$OUT/overlay/etc/mmlocks"
 {
 	cat "$HERE/experiments"
 	echo "smaps-stress  /labs/smaps_stress --seconds $STRESS --vmas 4000 --life-ms 1500"
+	echo "remote-stress  /labs/remote_stress --seconds $RSTRESS --life-ms 1000"
 } >"$OUT/overlay/etc/mmlocks/experiments"
 # Linux unpacks concatenated archives in order; a later file replaces an
 # earlier one of the same name.
@@ -85,8 +94,10 @@ INITRD=$OUT/initramfs.cpio.gz
 	(cd "$OUT/overlay" && find etc | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -9n)
 } >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" || die "writing $INITRD failed"
 
-nexp=$(echo "smaps-stress,$EXPS" | tr , '\n' | grep -c .)
-GTMO=$((STRESS + 600))              # per program, in the guest
+# remote-stress first: smaps-stress reads lockdep's debug_locks at its end.
+RUN=remote-stress,smaps-stress,$EXPS
+nexp=$(echo "$RUN" | tr , '\n' | grep -c .)
+GTMO=$(( (STRESS > RSTRESS ? STRESS : RSTRESS) + 600 ))   # per program, in the guest
 fails=0
 result() { # result ok|FAIL WHAT [DETAIL]
 	printf '%-5s %s%s\n' "$1" "$2" "${3:+: $3}" | tee -a "$OUT/summary.txt"
@@ -120,13 +131,13 @@ splats() { # splats NAME: the guest must have run the debug kernel, its console 
 	fi
 }
 
-boot experiments "mmlocks.mode=run mmlocks.run=smaps-stress,$EXPS mmlocks.quick=1 mmlocks.timeout=$GTMO" \
+boot experiments "mmlocks.mode=run mmlocks.run=$RUN mmlocks.quick=1 mmlocks.timeout=$GTMO" \
 	$((120 + nexp * (GTMO + 20)))
 splats experiments
-python3 - "$OUT/experiments.jsonl" "smaps-stress,$EXPS" <<'EOF' | tee -a "$OUT/summary.txt"
+python3 - "$OUT/experiments.jsonl" "$RUN" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 path, names = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
-ends, summary = {}, {}
+ends, summary, remote = {}, {}, {}
 for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
     try:
         r = json.loads(line.strip("\0\r "))
@@ -136,6 +147,8 @@ for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
         ends[r["experiment"]] = r
     if r.get("type") in ("sample", "summary") and r.get("experiment") == "smaps-stress":
         summary.update(r)
+    if r.get("type") in ("check", "sample", "summary") and r.get("experiment") == "remote-stress":
+        remote.update(r)
 bad = 0
 for n in names:
     e = ends.get(n)
@@ -149,10 +162,17 @@ keys = ("targets", "reads_ok", "reads_target_gone", "reads_short", "reads_rss_be
         "smaps_rollup_mmap_drop", "smaps_rollup_vma_retry")
 if summary:
     print("      smaps-stress: " + ", ".join("%s=%s" % (k, summary.get(k)) for k in keys))
+rkeys = ("targets", "switch_flips", "reads_ok", "reads_target_gone", "reads_eio", "reads_short",
+         "peeks", "writes_ok", "cmdline_environ_ok", "bad", "access_remote_vm_vma_locked",
+         "access_remote_vm_mmap_locked", "access_remote_vm_fallback", "access_remote_vm_fallback_novma",
+         "access_remote_vm_fallback_span", "access_remote_vm_fallback_pfnmap",
+         "access_remote_vm_fallback_page")
+if remote:
+    print("      remote-stress: " + ", ".join("%s=%s" % (k, remote.get(k)) for k in rkeys))
 # Lockdep must still be on after the stress: it switches itself off at its first report.
 dl = summary.get("lockdep_debug_locks")
 bad += dl != 1
-print("%-5s lockdep still on after smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
+print("%-5s lockdep still on after remote-stress and smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
 sys.exit(1 if bad else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

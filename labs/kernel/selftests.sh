@@ -1,7 +1,8 @@
 #!/bin/bash
-# Run the 6.12 khugepaged selftest (tools/testing/selftests/mm/khugepaged.c,
-# built from the pristine tree into the initramfs) on the patched kernel,
-# once per knob setting, one QEMU boot per setting.
+# Run 6.12 selftests on the patched kernel, once per knob setting, one QEMU
+# boot per setting: the khugepaged selftest (tools/testing/selftests/mm/
+# khugepaged.c, in the initramfs) and the selftests that read or remap another
+# address space (selftests/proc, mm/mremap_test; selftests/mkoverlay.sh).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -15,30 +16,38 @@ FULL_SETTINGS=(
 	"rwsem_steal_policy=2|rwsem_steal_policy=2"
 	"khugepaged_per_slot_cursor=0|khugepaged_per_slot_cursor=0"
 	"khugepaged_skip_batch=0|khugepaged_skip_batch=0"
+	"access_remote_vm_vma_lock=0|access_remote_vm_vma_lock=0"
 )
 QUICK_SETTINGS=(
 	"defaults|"
-	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0"
+	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0,access_remote_vm_vma_lock=0"
 )
-FULL_TYPES=khugepaged:anon,madvise:anon
-QUICK_TYPES=khugepaged:anon
+# Selftests, as the st-NAME entries of the overlay's experiments list.
+PROC_TESTS=st-proc-pid-vm,st-read,st-proc-self-map-files-001,st-proc-self-map-files-002
+FULL_TYPES=st-khugepaged,st-madvise,$PROC_TESTS,st-mremap_test
+QUICK_TYPES=st-khugepaged,$PROC_TESTS
 
 usage() {
 	cat <<EOF
-usage: $PROG [--quick] [--verbose] [--no-build] [--help]
+usage: $PROG [--quick] [--only LABEL[,LABEL]] [--verbose] [--no-build] [--help]
 
-Boots the mmlocks kernel with mmlocks.mode=selftests once per knob setting
-and runs the 6.12 khugepaged selftest in the guest:
-  full (make kernel-selftests): $FULL_TYPES under
-      defaults, rwsem_steal_policy=0, rwsem_steal_policy=2,
-      khugepaged_per_slot_cursor=0, khugepaged_skip_batch=0
-  --quick (make test): $QUICK_TYPES under the defaults and with all
-      four knobs at their stock value (0)
-Cases that need swap (collapse_swapin_single_pte, collapse_max_ptes_swap)
-are reported as known-skipped; any other failure fails the run.
+Boots the mmlocks kernel once per knob setting and runs 6.12 selftests in
+the guest (mmlocks.mode=run, with the overlay of selftests/mkoverlay.sh):
+the khugepaged selftest (types khugepaged:anon, madvise:anon) and the
+selftests that read or remap another process's memory: selftests/proc
+proc-pid-vm, read, proc-self-map-files-001/002, selftests/mm mremap_test.
+  full (make kernel-selftests): every one of them under defaults,
+      rwsem_steal_policy=0, rwsem_steal_policy=2, khugepaged_per_slot_cursor=0,
+      khugepaged_skip_batch=0, access_remote_vm_vma_lock=0
+  --quick (make test): khugepaged:anon and the proc selftests, under the
+      defaults and with all five knobs at their stock value (0)
+Known-skipped, with the reason printed: the khugepaged cases that need swap
+(collapse_swapin_single_pte, collapse_max_ptes_swap) and mremap_test's 2 GB
+cases (the guest has 2 GiB and no swap); any other failure fails the run.
 Logs: build/selftests/<setting>.{jsonl,console.log}.
 
   --quick     the short subset
+  --only L    only the settings with these labels (comma-separated)
   --verbose   one line per test case
   --no-build  do not call build.sh / mkinitramfs.sh
   --help      this text
@@ -48,11 +57,12 @@ EOF
 die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
-QUICK=0 VERBOSE= BUILD=1
+QUICK=0 VERBOSE= BUILD=1 ONLY=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
 	--quick) QUICK=1; shift ;;
+	--only) [ $# -ge 2 ] && [ -n "$2" ] || die_usage "--only needs setting labels"; ONLY=$2; shift 2 ;;
 	--verbose) VERBOSE=--verbose; shift ;;
 	--no-build) BUILD=0; shift ;;
 	*) die_usage "unknown argument '$1'" ;;
@@ -64,24 +74,36 @@ if [ "$BUILD" = 1 ]; then
 	timeout 3600 "$HERE/build.sh" || die "kernel build failed (run labs/kernel/build.sh)"
 	"$HERE/mkinitramfs.sh" || die "initramfs build failed"
 fi
+"$HERE/selftests/mkoverlay.sh" || die "building the selftest overlay failed"
+OUT=$TOP/build/selftests
+INITRD=$OUT/initramfs.cpio.gz
+# Linux unpacks concatenated archives in order; the overlay's files win.
+cat "$TOP/build/initramfs.cpio.gz" "$OUT/overlay.cpio.gz" >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" ||
+	die "writing $INITRD failed (run labs/kernel/mkinitramfs.sh)"
 if [ "$QUICK" = 1 ]; then
 	SETTINGS=("${QUICK_SETTINGS[@]}") TYPES=$QUICK_TYPES
 else
 	SETTINGS=("${FULL_SETTINGS[@]}") TYPES=$FULL_TYPES
 fi
+if [ -n "$ONLY" ]; then
+	keep=()
+	for s in "${SETTINGS[@]}"; do
+		case ",$ONLY," in *",${s%%|*},"*) keep+=("$s") ;; esac
+	done
+	[ ${#keep[@]} -gt 0 ] || die_usage "--only '$ONLY' names no setting of this run (labels: $(printf '%s ' "${SETTINGS[@]%%|*}"))"
+	SETTINGS=("${keep[@]}")
+fi
 ntypes=$(echo "$TYPES" | tr , '\n' | grep -c .)
-GTMO=600                           # per selftest type, in the guest
+GTMO=640                           # per selftest, in the guest (run-selftest kills at <= 600)
 HTMO=$((120 + ntypes * (GTMO + 20)))
 
-OUT=$TOP/build/selftests
-mkdir -p "$OUT"
 SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
-boot() { # boot LABEL KNOBS FILE: one mode=selftests boot, logs in $OUT/FILE.*
-	local append="mmlocks.mode=selftests mmlocks.selftests=$TYPES mmlocks.timeout=$GTMO" s0 rc
+boot() { # boot LABEL KNOBS FILE: one boot, logs in $OUT/FILE.*
+	local append="mmlocks.mode=run mmlocks.run=$TYPES mmlocks.timeout=$GTMO" s0 rc
 	[ -n "$2" ] && append="$append mmlocks.knobs=$2"
 	s0=$(date +%s)
-	printf '%s: %-28s %s ... ' "$PROG" "$1" "$TYPES"
-	"$HERE/run-qemu.sh" --timeout "$HTMO" --append "$append" \
+	printf '%s: %-34s ... ' "$PROG" "$1"
+	"$HERE/run-qemu.sh" --initrd "$INITRD" --timeout "$HTMO" --append "$append" \
 		--results "$OUT/$3.jsonl" --console-log "$OUT/$3.console.log" \
 		>"$OUT/$3.runner.log" 2>&1
 	rc=$?

@@ -206,7 +206,9 @@ def rows_of(e):
         if s.get("source"):
             pub += " \u2014 " + str(s["source"])
         r = s.get("ratio")
-        ratio = ("%.1f" % r if isinstance(r, (int, float)) and not isinstance(r, bool)
+        # Two decimals below 10x: a goal of 1.05x must not print as "1.0x" or "1.1x".
+        ratio = (("%.2f" if abs(r) < 10 else "%.1f") % r
+                 if isinstance(r, (int, float)) and not isinstance(r, bool)
                  and abs(r) < 1000 else num(r))
         ok = s.get("pass") is True and why is None
         verdict = "PASS" if ok else "FAIL" + (": " + why if why else

@@ -17,7 +17,7 @@ struct stress {
 	atomic_int writers_left;
 	atomic_int readers_pending;	/* readers short of MIN_ROLLUPS */
 	pthread_barrier_t start;
-	atomic_long faults, writes, rollups[2], fallbacks, drops;
+	atomic_long faults, writes, rollups[2], fallbacks, drops, remote_reads[2];
 	pthread_mutex_t fail_lock;
 };
 
@@ -114,6 +114,78 @@ static void *reader(void *p)
 	return NULL;
 }
 
+#define REMOTE_MAX	PG(12)	/* longest remote read */
+
+static int remote_read_style(struct mm_struct *mm, int style, unsigned long addr,
+			     unsigned char *buf, int len)
+{
+	return style ? access_remote_vm_vma(mm, addr, buf, len)
+		     : access_remote_vm_mmap(mm, addr, buf, len);
+}
+
+static bool remote_bytes_ok(const unsigned char *buf, unsigned long addr, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (buf[i] != page_pattern(addr + i))
+			return false;
+	return true;
+}
+
+/* Reads of random ranges, some crossing VMAs, holes or the region's ends. */
+static void *remote_reader(void *p)
+{
+	struct worker *w = p;
+	struct stress *s = w->s;
+	int style = w->id % 2;	/* 0: mmap_lock (6.12), 1: per-VMA (seed 004) */
+	unsigned char *buf = malloc(REMOTE_MAX);
+	long n = 0;
+
+	pthread_barrier_wait(&s->start);
+	while (atomic_load(&s->writers_left) > 0) {
+		unsigned long addr = REGION - PG(2) + rnd(&w->seed, PG(REGION_PAGES + 4));
+		int len = 1 + rnd(&w->seed, rnd(&w->seed, 4) ? PAGE_SIZE : REMOTE_MAX);
+		int got = remote_read_style(&s->mm, style, addr, buf, len);
+
+		if (got < 0 || got > len)
+			stress_fail(s, "a remote read returned more than it was asked for");
+		else if (!remote_bytes_ok(buf, addr, got))
+			stress_fail(s, "a remote read returned bytes of the wrong page");
+		atomic_fetch_add(&s->remote_reads[style], 1);
+		if (++n == MIN_ROLLUPS)
+			atomic_fetch_sub(&s->readers_pending, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Quiescent: both remote readers return exactly the mapped extent. */
+static void check_remote(struct stress *s)
+{
+	unsigned char *buf = malloc(REMOTE_MAX);
+	unsigned seed = s->cfg->seed;
+
+	for (int i = 0; i < 200; i++) {
+		unsigned long addr = REGION + rnd(&seed, PG(REGION_PAGES));
+		int len = 1 + rnd(&seed, REMOTE_MAX), want = 0;
+		struct vm_area_struct *v;
+
+		mmap_read_lock(&s->mm);
+		for (unsigned long a = addr; (long)want < len && (v = vma_lookup(&s->mm, a));
+		     a = v->vm_end)
+			want += v->vm_end - a;
+		mmap_read_unlock(&s->mm);
+		if (want > len)
+			want = len;
+		for (int style = 0; style < 2; style++) {
+			int got = remote_read_style(&s->mm, style, addr, buf, len);
+
+			if (got != want || !remote_bytes_ok(buf, addr, got))
+				stress_fail(s, "a quiescent remote read differs from the mapped extent");
+		}
+	}
+	free(buf);
+}
+
 /* The quiescent mm: sorted, disjoint, attached, inside the region. */
 static void check_tree(struct stress *s)
 {
@@ -141,7 +213,7 @@ static bool same(const struct mem_size_stats *a, const struct mem_size_stats *b)
 
 void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 {
-	int n = cfg->faulters + cfg->writers + cfg->readers;
+	int n = cfg->faulters + cfg->writers + cfg->readers + cfg->remote;
 	struct worker *w = calloc(n, sizeof(*w));
 	struct stress *s = calloc(1, sizeof(*s));
 	struct mem_size_stats re, m1, m2;
@@ -154,13 +226,16 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 	mm_init(&s->mm);
 	do_mmap(&s->mm, REGION, PG(REGION_PAGES), (VM_READ | VM_WRITE));
 	atomic_init(&s->writers_left, cfg->writers);
-	atomic_init(&s->readers_pending, cfg->readers);
+	atomic_init(&s->readers_pending, cfg->readers + cfg->remote);
 	pthread_barrier_init(&s->start, NULL, n);
 	for (int i = 0; i < n; i++) {
+		int first_remote = cfg->writers + cfg->faulters + cfg->readers;
 		void *(*fn)(void *) = i < cfg->writers ? writer :
-			i < cfg->writers + cfg->faulters ? faulter : reader;
+			i < cfg->writers + cfg->faulters ? faulter :
+			i < first_remote ? reader : remote_reader;
 
-		w[i] = (struct worker){ .s = s, .id = i, .seed = cfg->seed * 7919 + i };
+		w[i] = (struct worker){ .s = s, .seed = cfg->seed * 7919 + i,
+			.id = fn == remote_reader ? i - first_remote : i };
 		if (pthread_create(&w[i].th, NULL, fn, &w[i]) != 0)
 			abort();
 	}
@@ -168,6 +243,7 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 		pthread_join(w[i].th, NULL);
 
 	check_tree(s);
+	check_remote(s);
 	smaps_recount(&s->mm, &re);
 	smaps_rollup_mmap(&s->mm, &m1);
 	smaps_rollup_vma(&s->mm, &m2);
@@ -181,6 +257,10 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 	res->rollups[1] = s->rollups[1];
 	res->fallbacks = s->fallbacks;
 	res->drops = s->drops;
+	res->remote_reads[0] = s->remote_reads[0];
+	res->remote_reads[1] = s->remote_reads[1];
+	for (int e = 0; e < NR_REMOTE_EVENTS; e++)
+		res->remote_events[e] = remote_event(&s->mm, e);
 	for (int e = 0; e < NR_VMA_LOCK_EVENTS; e++)
 		res->events[e] = vma_lock_event(&s->mm, e);
 	mm_destroy(&s->mm);

@@ -8,6 +8,7 @@
 
 struct stress_cfg {
 	int faulters, writers, readers;	/* reader i walks in style i % 2 */
+	int remote;			/* access_remote_vm() readers, style i % 2 */
 	long ops;			/* per writer, at least */
 	unsigned seed;
 };
@@ -17,17 +18,22 @@ struct stress_result {
 	char why[200];
 	long faults, writes, rollups[2];	/* [WALK_MMAP], [WALK_VMA] */
 	long fallbacks, drops;			/* per-VMA walks, summed */
+	long remote_reads[2];			/* [REMOTE_MMAP], [REMOTE_VMA] */
+	long remote_events[NR_REMOTE_EVENTS];
 	long events[NR_VMA_LOCK_EVENTS];
 };
 
 /*
  * All threads start together; writers run for at least cfg->ops
- * operations and until every reader has done 10 rollups. Invariants
- * (checked while running): a rollup never reports more than the region
- * nor more resident than size; no fault or walk meets a VMA a writer is
- * changing (vm_mod: VM_BUG, abort). At the end, with the mm quiescent:
- * the tree is sorted, non-overlapping, without detached VMAs, and both
- * walks equal smaps_recount(). Use-after-free is ASan's (or TSan's) job.
+ * operations and until every reader has done 10 rollups or remote reads.
+ * Invariants (checked while running): a rollup never reports more than
+ * the region nor more resident than size; a remote read returns at most
+ * what was asked, and every byte it returns is the page_pattern() of its
+ * address; no fault, walk or remote read meets a VMA a writer is changing
+ * (vm_mod: VM_BUG, abort). At the end, with the mm quiescent: the tree is
+ * sorted, non-overlapping, without detached VMAs, both walks equal
+ * smaps_recount(), and both remote readers return exactly the mapped
+ * extent. Use-after-free is ASan's (or TSan's) job.
  */
 void stress_run(const struct stress_cfg *cfg, struct stress_result *res);
 

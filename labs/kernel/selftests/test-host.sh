@@ -169,6 +169,33 @@ head -n 3 "$W/st-ok.jsonl" >"$W/st-cut.jsonl"
 out=$(python3 "$HERE/check.py" --run cut "$W/st-cut.jsonl" "$W/empty.log" 2>&1); rc=$?
 [ $rc = 1 ] && echo "$out" | grep -q "no end record" && ok "check.py: a run cut short fails" || bad "check.py: cut short" "$out"
 
+# ---- check.py on the upstream selftests (run-selftest's records) --------------------
+up() { # up FILE RC TAP-LINES...: one knob record and one mm/mremap_test-like block
+	local f=$1 rc=$2; shift 2
+	{ echo '{"type":"knob","name":"access_remote_vm_vma_lock","requested":"0","value":"0","ok":true}'
+	  echo '{"type":"begin","selftest":"proc/read"}'; echo '{"type":"end","selftest":"proc/read","rc":0,"seconds":0.4}'
+	  echo '{"type":"begin","selftest":"mm/mremap_test"}'; printf '%s\n' "$@"
+	  echo '{"type":"end","selftest":"mm/mremap_test","rc":'"$rc"',"seconds":9}'; } >"$f"
+}
+up "$W/up-ok.jsonl" 1 "1..3" "ok 1 # XFAIL mremap - Overlapping" "ok 2 mremap - PTE-aligned" \
+	"# Failed to map source region: Cannot allocate memory" "not ok 3 2GB mremap - Source PUD-aligned"
+out=$(python3 "$HERE/check.py" --run stock "$W/up-ok.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "stock mm/mremap_test  *2 passed, 1 known-skipped, 0 failed" &&
+	echo "$out" | grep -q "stock proc/read  *1 passed" && echo "$out" | grep -q "known-skipped: mm/mremap_test: 3 2GB.*ENOMEM" &&
+	ok "check.py: TAP cases, a known 2 GB failure excused with its reason, exit 0 of a proc test" || bad "check.py: upstream ok" "$out"
+up "$W/up-bad.jsonl" 1 "1..3" "ok 1 a" "not ok 2 mremap - PTE-aligned" "ok 3 b"
+out=$(python3 "$HERE/check.py" --run stock "$W/up-bad.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "failed: 2 mremap - PTE-aligned (not ok)" &&
+	ok "check.py: any other not-ok TAP case fails" || bad "check.py: TAP failure" "$out"
+up "$W/up-cut.jsonl" 0 "1..3" "ok 1 a" "ok 2 b"
+out=$(python3 "$HERE/check.py" --run stock "$W/up-cut.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "TAP plan 1..3, but 2 result line" &&
+	ok "check.py: fewer TAP lines than planned fails" || bad "check.py: TAP plan" "$out"
+sed 's/"selftest":"proc\/read","rc":0/"selftest":"proc\/read","rc":134/' "$W/up-ok.jsonl" >"$W/up-abrt.jsonl"
+out=$(python3 "$HERE/check.py" --run stock "$W/up-abrt.jsonl" "$W/empty.log" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "failed: proc/read (exit status 134)" &&
+	ok "check.py: a proc selftest's failed assert() (exit 134) fails" || bad "check.py: proc exit status" "$out"
+
 # ---- mode=probe, mode=shell ---------------------------------------------------------
 dry "mmlocks.mode=probe" "$W/probe.jsonl"
 grep -q '^MMLOCKS-PROBE-OK' "$W/probe.jsonl.console" && ok "probe: prints the marker" || bad "probe: marker" "$(cat "$W/probe.jsonl.console")"

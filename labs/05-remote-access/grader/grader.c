@@ -1,0 +1,209 @@
+/* grader.c - lab 05 grader: forced orders that tell a right per-VMA access_remote_vm() from wrong ones. */
+#include <criterion/criterion.h>
+#include <unistd.h>
+
+#include "remote.h"
+#include "stress.h"
+
+/*
+ * The scenarios (code/vma/tests/remote.c) build one small mm (read its
+ * layout in remote.h), stop threads at hook points or change the mm inside
+ * a hook, so each outcome is decided by your code alone, never by timing.
+ * A wait your code never satisfies (a deadlock) fails after vt_wait_s
+ * seconds instead of hanging. Test names start with todoN_: the skeleton
+ * checker maps them to steps.
+ */
+static void init(void)
+{
+	harness_watchdog();
+	vt_wait_s = 5;
+}
+
+TestSuite(lab05, .init = init);
+
+#define OK(r) cr_assert((r).s.ok, "%s", (r).s.why)
+#define EV(r, e) ((r).ev[ACCESS_REMOTE_VM_##e])
+
+/* A quiet per-VMA read of [addr, addr + len): bytes and lock state checked. */
+static void read_vma(bool sparse, unsigned long addr, int len, struct remote_result *r)
+{
+	scn_remote_quiet(REMOTE_VMA, sparse, addr, len, r);
+	OK(*r);
+	cr_assert(r->bytes_ok, "the bytes read are not the target's");
+	cr_assert(!r->vma_held_after, "the read returned with a VMA still read-locked");
+}
+
+/* ------------------------------------------- TODO 1: which lock for a range */
+
+Test(lab05, todo1_read_inside_one_vma_takes_only_its_lock)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_A + 100, PG(2) - 200, &r);
+	cr_assert_eq(r.ret, PG(2) - 200, "read %d bytes, want %lu", r.ret, PG(2) - 200);
+	cr_assert_eq(EV(r, VMA_LOCKED), 1, "access_remote_vm_vma_locked = %ld, want 1",
+		     EV(r, VMA_LOCKED));
+	cr_assert_eq(EV(r, MMAP_LOCKED), 0, "the read fits in A: it must not take mmap_lock");
+}
+
+Test(lab05, todo1_read_ending_at_vm_end_takes_the_vma_lock)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_A + PG(2), PG(2), &r);
+	cr_assert_eq(r.ret, PG(2));
+	cr_assert_eq(EV(r, VMA_LOCKED), 1,
+		     "[A + 2 pages, A + 4 pages) ends exactly at A's vm_end: it fits in A");
+}
+
+Test(lab05, todo1_crossing_two_vmas_falls_back_and_releases_the_vma)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_A + PG(3) + 5, PG(2), &r);
+	cr_assert_eq(r.ret, PG(2), "read %d bytes of A and B, want %lu", r.ret, PG(2));
+	cr_assert_eq(EV(r, FALLBACK), 1, "access_remote_vm_fallback = %ld, want 1",
+		     EV(r, FALLBACK));
+	cr_assert_eq(EV(r, FALLBACK_SPAN), 1, "the reason is the range (fallback_span)");
+	cr_assert_eq(EV(r, VMA_LOCKED), 0);
+}
+
+Test(lab05, todo1_vm_io_memory_falls_back_to_access_under_mmap_lock)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_D + 10, 200, &r);
+	cr_assert_eq(r.ret, 200);
+	cr_assert_eq(EV(r, FALLBACK_PFNMAP), 1,
+		     "D is VM_IO | VM_PFNMAP: the reason is fallback_pfnmap (= %ld)",
+		     EV(r, FALLBACK_PFNMAP));
+	cr_assert_eq(r.access_unlocked, 0, "->access() was called without mmap_lock");
+}
+
+Test(lab05, todo1_vma_unmapped_between_lookup_and_lock_reads_nothing)
+{
+	struct remote_result r;
+
+	scn_remote_lookup_unmap(&r);
+	OK(r);
+	cr_assert_eq(r.ret, 0, "A was unmapped before its lock was taken: read %d bytes", r.ret);
+	cr_assert(!r.vma_held_after);
+	cr_assert_eq(EV(r, FALLBACK_NOVMA), 1);
+}
+
+Test(lab05, todo1_vma_locked_reader_does_not_block_an_unrelated_mmap)
+{
+	struct remote_result r;
+
+	scn_remote_unrelated_writer(REMOTE_VMA, &r);
+	OK(r);
+	cr_assert(r.writer_done_first,
+		  "a reader holding only A's lock made an mmap() elsewhere wait");
+	cr_assert_eq(r.ret, PG(2));
+	cr_assert(r.bytes_ok);
+}
+
+Test(lab05, todo1_writer_of_the_held_vma_waits_for_the_read)
+{
+	struct remote_result r;
+
+	scn_remote_vma_writer(false, &r);
+	OK(r);
+	cr_assert(r.writer_blocked, "mprotect(A) did not wait for the reader holding A");
+	cr_assert_eq(EV(r, VMA_LOCKED), 1, "the read fits in A: it must hold A's lock, only");
+	cr_assert_eq(r.ret, PG(4));
+	cr_assert(r.bytes_ok);
+}
+
+/* --------------------------------- TODO 2: a page that needs a fault */
+
+Test(lab05, todo2_missing_page_falls_back_to_mmap_lock)
+{
+	struct remote_result r;
+
+	read_vma(true, RM_A, PG(4), &r);
+	cr_assert_geq(r.ret, PG(2), "pages 0 and 1 are present: read only %d bytes", r.ret);
+	cr_assert_eq(EV(r, FALLBACK), 1, "access_remote_vm_fallback = %ld, want 1",
+		     EV(r, FALLBACK));
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1, "the reason is the page (fallback_page)");
+	cr_assert_eq(EV(r, MMAP_LOCKED), 1, "access_remote_vm_mmap_locked = %ld, want 1",
+		     EV(r, MMAP_LOCKED));
+	cr_assert_eq(EV(r, VMA_LOCKED), 0, "the call ended under mmap_lock");
+}
+
+Test(lab05, todo2_unreadable_vma_falls_back_and_reads_nothing)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_N + 3, 100, &r);
+	cr_assert_eq(r.ret, 0, "N has no VM_READ: read %d bytes, want 0", r.ret);
+	cr_assert_eq(EV(r, FALLBACK_PAGE), 1,
+		     "GUP's checks refuse N: a fallback, reason fallback_page (= %ld)",
+		     EV(r, FALLBACK_PAGE));
+}
+
+Test(lab05, todo2_fallback_drops_the_vma_lock_before_taking_mmap_lock)
+{
+	struct remote_result r;
+
+	scn_remote_vma_writer(true, &r);
+	cr_assert(r.reader_done, "the reader never finished: it asked for mmap_lock while "
+		  "holding A, and the writer holding mmap_lock waits for A");
+	OK(r);
+	cr_assert(r.writer_blocked);
+	cr_assert_geq(r.ret, PG(2));
+}
+
+/* ------------------------------ TODO 3: after the fallback, look again */
+
+Test(lab05, todo3_fallback_reads_the_rest_and_faults_it_in)
+{
+	struct remote_result r;
+
+	read_vma(true, RM_A, PG(4), &r);
+	cr_assert_eq(r.ret, PG(4), "read %d bytes, want all of A (%lu)", r.ret, PG(4));
+	cr_assert(r.present_after, "the missing page was not faulted in");
+}
+
+static void unlocked(enum remote_change c, int want, const char *what)
+{
+	struct remote_result r;
+
+	scn_remote_unlocked_change(c, &r);
+	OK(r);
+	cr_assert_eq(r.ret, want, "%s while the reader held no lock: read %d bytes, want %d",
+		     what, r.ret, want);
+	cr_assert(r.bytes_ok);
+	cr_assert(!r.vma_held_after);
+}
+
+Test(lab05, todo3_vma_unmapped_while_unlocked_is_a_short_read)
+{
+	unlocked(RCHANGE_UNMAP, PG(2), "A was unmapped and freed");
+}
+
+Test(lab05, todo3_vma_replaced_while_unlocked_reads_the_new_one)
+{
+	unlocked(RCHANGE_REPLACE, PG(4), "A was replaced by a new mapping");
+}
+
+Test(lab05, todo3_vma_shrunk_while_unlocked_stops_at_the_hole)
+{
+	unlocked(RCHANGE_SHRINK, PG(2), "A's pages 2 and 3 were unmapped");
+}
+
+Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
+{
+	struct stress_cfg cfg = { .faulters = 1, .writers = 1, .remote = 2,
+				  .ops = 800, .seed = 5 };
+	struct stress_result r;
+
+	/*
+	 * About a second; a VMA lock left held makes the next writer wait for
+	 * ever, so this watchdog fails the test after 5 s (its message
+	 * says 60).
+	 */
+	alarm(5);
+	stress_run(&cfg, &r);
+	cr_assert(r.ok, "%s", r.why);
+}

@@ -1,0 +1,1 @@
+../../../code/vma/access_remote_vma.c

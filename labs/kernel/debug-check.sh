@@ -22,7 +22,10 @@ boots it twice under timeouts:
   1. mmlocks.mode=run: smaps_stress for S seconds (smaps_rollup readers
      against VMA changes, faults and exits of the target, the
      smaps_rollup_vma_lock switch flipped 0/1 and every rwsem_steal_policy),
-     then every experiment of labs/kernel/experiments with --quick;
+     then deferred_split --stress for S/2 seconds (partial THP unmaps by
+     2 threads per vCPU racing deferred_split_scan(), run by drop_caches,
+     while deferred_split_early_check flips 0/1), then every experiment
+     of labs/kernel/experiments with --quick;
   2. mmlocks.mode=selftests: the 6.12 khugepaged selftest (khugepaged:anon)
      with the knobs at their defaults.
 Fails when a console shows a splat (WARNING:, BUG:, lockdep and RCU
@@ -69,13 +72,16 @@ command -v cpio >/dev/null || die "cpio missing: apt-get install cpio"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
-# The guest's /etc/mmlocks/experiments, plus smaps-stress first. Its sizes are
+DS_STRESS=$(( (STRESS + 1) / 2 ))
+# The guest's /etc/mmlocks/experiments, plus smaps-stress and
+# deferred-split-stress first. Their sizes are
 # given, so the mmlocks.quick=1 that shortens the experiments leaves it alone.
 EXPS=$(awk '!/^[ \t]*(#|$)/ { print $1 }' "$HERE/experiments" | paste -sd, -)
 mkdir -p "$OUT/overlay/etc/mmlocks"
 {
 	cat "$HERE/experiments"
 	echo "smaps-stress  /labs/smaps_stress --seconds $STRESS --vmas 4000 --life-ms 1500"
+	echo "deferred-split-stress  /labs/deferred_split --stress $DS_STRESS --timeout $((DS_STRESS + 300))"
 } >"$OUT/overlay/etc/mmlocks/experiments"
 # Linux unpacks concatenated archives in order; a later file replaces an
 # earlier one of the same name.
@@ -85,7 +91,8 @@ INITRD=$OUT/initramfs.cpio.gz
 	(cd "$OUT/overlay" && find etc | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -9n)
 } >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" || die "writing $INITRD failed"
 
-nexp=$(echo "smaps-stress,$EXPS" | tr , '\n' | grep -c .)
+STRESSES=smaps-stress,deferred-split-stress
+nexp=$(echo "$STRESSES,$EXPS" | tr , '\n' | grep -c .)
 GTMO=$((STRESS + 600))              # per program, in the guest
 fails=0
 result() { # result ok|FAIL WHAT [DETAIL]
@@ -120,13 +127,13 @@ splats() { # splats NAME: the guest must have run the debug kernel, its console 
 	fi
 }
 
-boot experiments "mmlocks.mode=run mmlocks.run=smaps-stress,$EXPS mmlocks.quick=1 mmlocks.timeout=$GTMO" \
+boot experiments "mmlocks.mode=run mmlocks.run=$STRESSES,$EXPS mmlocks.quick=1 mmlocks.timeout=$GTMO" \
 	$((120 + nexp * (GTMO + 20)))
 splats experiments
-python3 - "$OUT/experiments.jsonl" "smaps-stress,$EXPS" <<'EOF' | tee -a "$OUT/summary.txt"
+python3 - "$OUT/experiments.jsonl" "$STRESSES,$EXPS" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 path, names = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
-ends, summary = {}, {}
+ends, summary, ds = {}, {}, {}
 for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
     try:
         r = json.loads(line.strip("\0\r "))
@@ -136,6 +143,8 @@ for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
         ends[r["experiment"]] = r
     if r.get("type") in ("sample", "summary") and r.get("experiment") == "smaps-stress":
         summary.update(r)
+    if r.get("type") == "stress" and r.get("experiment") == "deferred-split":
+        ds = r
 bad = 0
 for n in names:
     e = ends.get(n)
@@ -153,6 +162,13 @@ if summary:
 dl = summary.get("lockdep_debug_locks")
 bad += dl != 1
 print("%-5s lockdep still on after smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
+# deferred-split-stress: the shrinker must have split folios while the knob flipped.
+dsk = ("knob_flips", "drop_caches", "cycles", "deferred_split_partial_unmaps",
+       "deferred_split_lock_taken", "thp_deferred_split_page", "thp_split_page")
+ok = ds.get("exercised") is True
+bad += not ok
+print("%-5s deferred-split-stress exercised the race: %s" % ("ok" if ok else "FAIL",
+      ", ".join("%s=%s" % (k, ds.get(k)) for k in dsk) if ds else "no stress record"))
 sys.exit(1 if bad else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

@@ -15,10 +15,11 @@ FULL_SETTINGS=(
 	"rwsem_steal_policy=2|rwsem_steal_policy=2"
 	"khugepaged_per_slot_cursor=0|khugepaged_per_slot_cursor=0"
 	"khugepaged_skip_batch=0|khugepaged_skip_batch=0"
+	"deferred_split_early_check=0|deferred_split_early_check=0"
 )
 QUICK_SETTINGS=(
 	"defaults|"
-	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0"
+	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0,deferred_split_early_check=1"
 )
 FULL_TYPES=khugepaged:anon,madvise:anon
 QUICK_TYPES=khugepaged:anon
@@ -31,9 +32,11 @@ Boots the mmlocks kernel with mmlocks.mode=selftests once per knob setting
 and runs the 6.12 khugepaged selftest in the guest:
   full (make kernel-selftests): $FULL_TYPES under
       defaults, rwsem_steal_policy=0, rwsem_steal_policy=2,
-      khugepaged_per_slot_cursor=0, khugepaged_skip_batch=0
+      khugepaged_per_slot_cursor=0, khugepaged_skip_batch=0,
+      deferred_split_early_check=0 (the pre-fix path)
   --quick (make test): $QUICK_TYPES under the defaults and with all
-      four knobs at their stock value (0)
+      knobs at their stock value (0; deferred_split_early_check: 1,
+      since 6.12 as shipped has the early check)
 Cases that need swap (collapse_swapin_single_pte, collapse_max_ptes_swap)
 are reported as known-skipped; any other failure fails the run.
 Logs: build/selftests/<setting>.{jsonl,console.log}.

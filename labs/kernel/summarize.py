@@ -98,6 +98,11 @@ class Experiment:
         if self.guest_timeout:
             return "timed out in the guest"
         if self.rc != 0:
+            # A program that could not measure says so ("not measured: no
+            # THP ..."): that, not a number or a bare exit status, is the row.
+            for msg in self.errors:
+                if msg.startswith("not measured"):
+                    return msg
             return "exit status %s" % self.rc
         if not self.summaries:
             return "no result"

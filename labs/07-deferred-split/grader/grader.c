@@ -1,0 +1,233 @@
+/* grader.c - lab 07 grader: forced orders that tell a right early check, queueing and unqueueing from wrong ones. */
+#include <criterion/criterion.h>
+
+#include "scenarios.h"
+#include "stress.h"
+#include "ttest.h"
+
+/*
+ * The scenarios (code/thp/tests/scenarios.c) stop a thread at a hook
+ * point and run another CPU's work, the shrinker or a free meanwhile, so
+ * each outcome is decided by your code alone, never by timing. A thread
+ * that never arrives fails after tt_wait_s seconds instead of hanging.
+ * Test names start with todoN_: the skeleton checker maps them to steps.
+ */
+static void init(void)
+{
+	tt_watchdog();
+	tt_wait_s = 5;
+}
+
+TestSuite(lab07, .init = init);
+
+#define OK(r) do {							\
+	cr_assert((r).ok, "%s", (r).why);				\
+	cr_assert((r).check_ok, "the queue is broken: %s", (r).check_why); \
+} while (0)
+
+static long ev(struct ttest *t, enum thp_event e)
+{
+	return thp_event(&t->ds, e);
+}
+
+/* ------------------------------------------------ TODO 1: the early bail */
+
+/* F is on the queue and marked (as deferred_split_folio() leaves it). */
+static void queued_folio(struct ttest *t, bool early_check)
+{
+	tt_init(t, early_check, false);
+	do_anonymous_large_fault(&t->folio[0]);
+	tt_queue_partially_mapped(t, &t->folio[0]);
+	zap_present_ptes(&t->folio[0], 0, 8);
+	zap_present_ptes(&t->folio[0], 8, 8);
+}
+
+Test(lab07, todo1_queued_folio_needs_no_lock)
+{
+	struct ttest t;
+
+	queued_folio(&t, true);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_PARTIAL_UNMAPS), 2);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_LOCK_TAKEN), 0,
+		     "F is already partially mapped: split_queue_lock taken %ld times, want 0",
+		     ev(&t, DEFERRED_SPLIT_LOCK_TAKEN));
+	tt_fini(&t);
+}
+
+Test(lab07, todo1_switch_off_takes_the_lock_every_time)
+{
+	struct ttest t;
+
+	queued_folio(&t, false);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_LOCK_TAKEN), 2,
+		     "deferred_split_early_check = 0 must restore the lock on every partial "
+		     "unmap: taken %ld times, want 2", ev(&t, DEFERRED_SPLIT_LOCK_TAKEN));
+	tt_fini(&t);
+}
+
+Test(lab07, todo1_first_partial_unmap_takes_the_lock)
+{
+	struct ttest t;
+
+	tt_init(&t, true, false);
+	do_anonymous_large_fault(&t.folio[0]);
+	zap_present_ptes(&t.folio[0], 0, 8);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_LOCK_TAKEN), 1,
+		     "F was not partially mapped before: deferred_split_folio() must run "
+		     "(lock taken %ld times, want 1)", ev(&t, DEFERRED_SPLIT_LOCK_TAKEN));
+	tt_fini(&t);
+}
+
+Test(lab07, todo1_whole_unmap_needs_no_lock)
+{
+	struct ttest t;
+
+	tt_init(&t, true, false);
+	do_anonymous_large_fault(&t.folio[0]);
+	zap_present_ptes(&t.folio[0], 0, HPAGE_PMD_NR);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_LOCK_TAKEN), 0, "nothing is left mapped: no queue");
+	tt_fini(&t);
+}
+
+/* ------------------------------------ TODO 2: the re-check under the lock */
+
+Test(lab07, todo2_partial_unmap_queues_the_folio)
+{
+	struct ttest t;
+	struct folio *f = &t.folio[0];
+
+	tt_init(&t, true, false);
+	do_anonymous_large_fault(f);
+	zap_present_ptes(f, 0, 8);
+	cr_assert(folio_test_partially_mapped(f), "F must be marked partially mapped");
+	cr_assert(tt_on_queue(&t, f), "F must be on split_queue");
+	cr_assert_eq(t.ds.split_queue_len, 1, "split_queue_len %lu, want 1", t.ds.split_queue_len);
+	cr_assert_eq(ev(&t, THP_DEFERRED_SPLIT_PAGE), 1, "thp_deferred_split_page %ld, want 1",
+		     ev(&t, THP_DEFERRED_SPLIT_PAGE));
+	tt_fini(&t);
+}
+
+Test(lab07, todo2_two_cpus_pass_the_check_one_queues)
+{
+	struct scn_result r;
+
+	scn_two_cpus(true, &r);
+	OK(r);
+	cr_assert_eq(r.queued, 1, "F is on split_queue %d times, want 1", r.queued);
+	cr_assert_eq(r.len, 1, "split_queue_len %lu, want 1", r.len);
+	cr_assert_eq(r.deferred_split_page, 1, "thp_deferred_split_page %ld: counted twice?",
+		     r.deferred_split_page);
+	cr_assert_eq(r.lock_partial, 2, "both CPUs take the lock (the benign race)");
+}
+
+Test(lab07, todo2_two_cpus_with_the_switch_off)
+{
+	struct scn_result r;
+
+	scn_two_cpus(false, &r);
+	OK(r);
+	cr_assert_eq(r.queued, 1, "F is on split_queue %d times, want 1", r.queued);
+	cr_assert_eq(r.deferred_split_page, 1);
+	cr_assert_eq(r.lock_after, 3);
+}
+
+Test(lab07, todo2_fault_queued_folio_is_marked)
+{
+	struct ttest t;
+	struct folio *f = &t.folio[0];
+
+	tt_init(&t, true, true);
+	do_anonymous_large_fault(f);	/* 6.12 queues a new THP at fault */
+	cr_assert(tt_on_queue(&t, f), "split_underused_thp: F must be queued at fault");
+	cr_assert(!folio_test_partially_mapped(f));
+	zap_present_ptes(f, 0, 8);
+	cr_assert(folio_test_partially_mapped(f),
+		  "F was queued (at fault) but not partially mapped: a partial unmap must "
+		  "still mark it, or the shrinker will forget it");
+	cr_assert_eq(t.ds.split_queue_len, 1);
+	deferred_split_scan(&t.ds, 0);
+	cr_assert(!folio_test_large(f), "the shrinker must split a partially mapped F");
+	tt_fini(&t);
+}
+
+Test(lab07, todo2_shrinker_forgot_it_between_check_and_lock)
+{
+	struct scn_result r;
+
+	scn_shrink_between_check_and_lock(false, &r);
+	OK(r);
+	cr_assert(r.partially_mapped);
+	cr_assert_eq(r.queued, 1, "the shrinker took F off the queue after your check: "
+		     "under the lock it must be queued again (queued %d times)", r.queued);
+	cr_assert_eq(r.len, 1);
+}
+
+Test(lab07, todo2_shrinker_split_it_between_check_and_lock)
+{
+	struct scn_result r;
+
+	scn_shrink_between_check_and_lock(true, &r);
+	OK(r);
+	cr_assert_eq(r.split_page, 1);
+	cr_assert_eq(r.queued, 0, "F was split: it must not be queued again");
+	cr_assert_eq(r.len, 0);
+}
+
+/* ----------------------------------------------- TODO 3: unqueue at free */
+
+Test(lab07, todo3_free_unqueues_a_queued_folio)
+{
+	struct scn_result r;
+
+	scn_free_queued(&r);
+	OK(r);
+	cr_assert(r.freed);
+	cr_assert_eq(r.queued, 0, "a freed folio is still on split_queue");
+	cr_assert_eq(r.len, 0, "split_queue_len %lu, want 0", r.len);
+	cr_assert(!r.partially_mapped);
+}
+
+Test(lab07, todo3_free_of_an_unqueued_folio_takes_no_lock)
+{
+	struct scn_result r;
+
+	scn_free_unqueued(&r);
+	OK(r);
+	cr_assert(r.freed);
+	cr_assert_eq(r.lock_free, 0, "F was never queued: freeing it took split_queue_lock "
+		     "%ld times, want 0", r.lock_free);
+}
+
+Test(lab07, todo3_free_after_the_shrinker_dropped_it)
+{
+	struct scn_result r;
+
+	scn_free_after_shrinker_dropped(&r);
+	OK(r);
+	cr_assert_eq(r.queued, 0);
+	cr_assert_eq(r.len, 0, "split_queue_len %lu: F was taken off twice?", r.len);
+}
+
+Test(lab07, todo3_unmapped_while_the_shrinker_holds_it)
+{
+	struct scn_result r;
+
+	scn_unmap_during_scan(&r);
+	OK(r);
+	cr_assert(r.freed);
+	cr_assert_eq(r.queued, 0);
+	cr_assert_eq(r.len, 0);
+}
+
+Test(lab07, todo3_stress_keeps_the_invariants)
+{
+	struct stress_cfg cfg = { .threads = 2, .folios = 3, .order = 4, .hits = 4,
+				  .ops = 1000, .early_check = true, .shrinker = true };
+	struct stress_result r;
+
+	stress_run(&cfg, &r);
+	cr_assert(r.ok, "%s", r.why);
+	cfg.early_check = false;
+	stress_run(&cfg, &r);
+	cr_assert(r.ok, "switch off: %s", r.why);
+}

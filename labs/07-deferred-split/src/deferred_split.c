@@ -1,0 +1,1 @@
+../../../code/thp/deferred_split.c

@@ -1,0 +1,1 @@
+../../../code/thp/rmap.c

@@ -126,7 +126,7 @@ qemu: kernel image ## boot the lab kernel to a shell (VCPUS=, MEM=)
 reproduce: kernel image ## run every in-guest experiment into results/<UTC time>/
 	@labs/kernel/reproduce.sh
 
-kernel-selftests: kernel image ## the 6.12 khugepaged selftest, every knob setting
+kernel-selftests: kernel image ## 6.12 selftests (khugepaged, proc, mremap_test), every knob setting
 	@labs/kernel/selftests.sh
 
 shq = '$(subst ','\'',$(1))'

@@ -240,6 +240,30 @@ static int parse(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+/*
+ * Other work on the host widens every latency below, and more threads than
+ * CPUs turns waits into descheduling: say so before the numbers, so a
+ * reader does not compare a busy run with a quiet one.
+ */
+static void warn_if_loaded(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	double load = 0;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &load) != 1)
+			load = 0;
+		fclose(f);
+	}
+	printf("# %ld CPUs, load average %.2f%s\n", ncpu, load,
+	       load > ncpu * 0.5 ? ": WARNING, a busy host; expect a wide spread" : "");
+	if (opt.readers + 1 > ncpu)
+		printf("# %ld reader(s) and a writer on %ld CPUs: threads share CPUs, so"
+		       " waits include being descheduled (--pin cannot separate them)\n",
+		       opt.readers, ncpu);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -293,6 +317,7 @@ int main(int argc, char **argv)
 		opt.duration_ms = 200;
 	}
 
+	warn_if_loaded();
 	bench_uncontended();
 	if (opt.drop_always)
 		printf("# (b) writer wait: %ld reader(s) drop+re-take every %ld items of %ld ns;\n",

@@ -45,7 +45,7 @@ case "$FUZZ" in [0-3]) ;; *) die_usage "--fuzz must be 0..3, got '$FUZZ'" ;; esa
 PRISTINE=$("$HERE/linux-source.sh") || die "no pristine tree (labs/kernel/linux-source.sh)"
 mapfile -t SERIES < <(grep -vE '^[[:space:]]*(#|$)' "$PATCHDIR/series")
 for n in "${NAMED[@]}"; do
-	printf '%s\n' "${SERIES[@]}" | grep -qxF "$n" || die_usage "$n is not in patches/series"
+	grep -qxF "$n" < <(printf '%s\n' "${SERIES[@]}") || die_usage "$n is not in patches/series"
 done
 [ ${#NAMED[@]} -gt 0 ] || NAMED=("${SERIES[@]}")
 
@@ -67,7 +67,7 @@ done
 rewritten=0
 for p in "${SERIES[@]}"; do
 	refresh=0
-	printf '%s\n' "${NAMED[@]}" | grep -qxF "$p" && refresh=1
+	grep -qxF "$p" < <(printf '%s\n' "${NAMED[@]}") && refresh=1
 	if [ "$refresh" = 0 ]; then
 		(cd "$STAGE" && patch -s -p1 -N --fuzz=0 --no-backup-if-mismatch -r - <"$PATCHDIR/$p") ||
 			die "$p does not apply with --fuzz=0 (refresh it too: name it)"

@@ -74,7 +74,7 @@ mapfile -t ALL < <(awk '!/^[ \t]*(#|$)/ { print $1 }' "$EXPFILE")
 DEF_VCPUS=${VCPUS:-2}
 declare -A EXP_VCPUS=()
 while read -r n v; do
-	printf '%s\n' "${ALL[@]}" | grep -qxF -- "$n" || die "$EXPFILE: '# vcpus: $n $v' names no experiment"
+	grep -qxF -- "$n" < <(printf '%s\n' "${ALL[@]}") || die "$EXPFILE: '# vcpus: $n $v' names no experiment"
 	case "$v" in ''|*[!0-9]*) die "$EXPFILE: '# vcpus: $n $v': N must be a number of vCPUs" ;; esac
 	{ [ "$v" -ge 1 ] && [ "$v" -le 64 ]; } || die "$EXPFILE: '# vcpus: $n $v': N must be 1..64"
 	EXP_VCPUS[$n]=$v
@@ -82,9 +82,9 @@ done < <(awk '/^[ \t]*#[ \t]*vcpus:/ { sub(/^[ \t]*#[ \t]*vcpus:/, ""); print $1
 RUNLIST=()
 if [ -n "$ONLY" ]; then
 	for n in $(echo "$ONLY" | tr , ' '); do
-		printf '%s\n' "${ALL[@]}" | grep -qxF -- "$n" ||
+		grep -qxF -- "$n" < <(printf '%s\n' "${ALL[@]}") ||
 			die_usage "unknown experiment '$n' (have: ${ALL[*]})"
-		printf '%s\n' ${RUNLIST[@]+"${RUNLIST[@]}"} | grep -qxF -- "$n" || RUNLIST+=("$n")
+		grep -qxF -- "$n" < <(printf '%s\n' ${RUNLIST[@]+"${RUNLIST[@]}"}) || RUNLIST+=("$n")
 	done
 else
 	RUNLIST=("${ALL[@]}")

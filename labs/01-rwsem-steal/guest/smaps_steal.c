@@ -68,7 +68,7 @@ static void usage(FILE *f)
 		"Every knob it changes is restored on exit, SIGINT and SIGTERM.\n"
 		"\n"
 		"  --vmas N             small VMAs to map (100..1000000, default 50000; quick 20000)\n"
-		"  --seconds S          seconds per position of a block (1..600, default 4; quick 2)\n"
+		"  --seconds S          seconds per position of a block (1..600, default 4; quick 1)\n"
 		"  --blocks B           blocks of policies 0,1,2 + baseline (1..%d, default 5; quick 2)\n"
 		"  --readers R          smaps_rollup reader threads (1..8, default 1)\n"
 		"  --writer-pause-us U  pause between writer calls (0..1000000, default 200)\n"
@@ -84,7 +84,7 @@ static void parse_args(int argc, char **argv)
 {
 	static const struct mg_opt o[] = {
 		MG_INT("vmas", &opt.vmas, 100, 1000000, 20000),
-		MG_INT("seconds", &opt.seconds, 1, 600, 2),
+		MG_INT("seconds", &opt.seconds, 1, 600, 1),
 		MG_INT("blocks", &opt.blocks, 1, MAX_BLOCKS, 2),
 		MG_INT("readers", &opt.readers, 1, 8, MG_NO_QUICK),
 		MG_INT("writer-pause-us", &opt.pause_us, 0, 1000000, MG_NO_QUICK),

@@ -151,23 +151,23 @@ echo 1024 >"$R/sys/kernel/debug/mmlocks/khugepaged_skip_batch"
 dry "mmlocks.mode=selftests mmlocks.knobs=rwsem_steal_policy=2" "$W/st-ok.jsonl"
 : >"$W/empty.log"
 out=$(python3 "$HERE/check.py" --run defaults "$W/st-ok.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 0 ] && echo "$out" | grep -q "1 passed, 1 known-skipped, 0 failed" && echo "$out" | grep -q "known-skipped: collapse_swapin_single_pte: needs swap" &&
+[ $rc = 0 ] && grep -q "1 passed, 1 known-skipped, 0 failed" <<<"$out" && grep -q "known-skipped: collapse_swapin_single_pte: needs swap" <<<"$out" &&
 	ok "check.py: a known-skipped failure passes, with its reason" || bad "check.py: known-skipped" "$out"
 out=$(python3 "$HERE/check.py" --run knobs "$W/st.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "knob khugepaged_skip_batch=0 could not be set" &&
+[ $rc = 1 ] && grep -q "knob khugepaged_skip_batch=0 could not be set" <<<"$out" &&
 	ok "check.py: a knob that could not be set fails" || bad "check.py: knob failure" "$out"
 touch "$R/fail"
 dry "mmlocks.mode=selftests" "$W/st-fail.jsonl"
 rm -f "$R/fail"
 out=$(python3 "$HERE/check.py" --run defaults "$W/st-fail.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "failed: collapse_empty (Do not collapse empty PTE table... Timeout)" &&
+[ $rc = 1 ] && grep -q "failed: collapse_empty (Do not collapse empty PTE table... Timeout)" <<<"$out" &&
 	ok "check.py: any other failing case fails the run" || bad "check.py: other failure" "$out"
 echo "[  5.0] BUG: kernel NULL pointer dereference" >"$W/oops.log"
 out=$(python3 "$HERE/check.py" --run defaults "$W/st-ok.jsonl" "$W/oops.log" 2>&1); rc=$?
 [ $rc = 1 ] && ok "check.py: a BUG on the console fails" || bad "check.py: console BUG" "$out"
 head -n 3 "$W/st-ok.jsonl" >"$W/st-cut.jsonl"
 out=$(python3 "$HERE/check.py" --run cut "$W/st-cut.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "no end record" && ok "check.py: a run cut short fails" || bad "check.py: cut short" "$out"
+[ $rc = 1 ] && grep -q "no end record" <<<"$out" && ok "check.py: a run cut short fails" || bad "check.py: cut short" "$out"
 
 # ---- check.py on the upstream selftests (run-selftest's records) --------------------
 up() { # up FILE RC TAP-LINES...: one knob record and one mm/mremap_test-like block
@@ -180,20 +180,20 @@ up() { # up FILE RC TAP-LINES...: one knob record and one mm/mremap_test-like bl
 up "$W/up-ok.jsonl" 1 "1..3" "ok 1 # XFAIL mremap - Overlapping" "ok 2 mremap - PTE-aligned" \
 	"# Failed to map source region: Cannot allocate memory" "not ok 3 2GB mremap - Source PUD-aligned"
 out=$(python3 "$HERE/check.py" --run stock "$W/up-ok.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 0 ] && echo "$out" | grep -q "stock mm/mremap_test  *2 passed, 1 known-skipped, 0 failed" &&
-	echo "$out" | grep -q "stock proc/read  *1 passed" && echo "$out" | grep -q "known-skipped: mm/mremap_test: 3 2GB.*ENOMEM" &&
+[ $rc = 0 ] && grep -q "stock mm/mremap_test  *2 passed, 1 known-skipped, 0 failed" <<<"$out" &&
+	grep -q "stock proc/read  *1 passed" <<<"$out" && grep -q "known-skipped: mm/mremap_test: 3 2GB.*ENOMEM" <<<"$out" &&
 	ok "check.py: TAP cases, a known 2 GB failure excused with its reason, exit 0 of a proc test" || bad "check.py: upstream ok" "$out"
 up "$W/up-bad.jsonl" 1 "1..3" "ok 1 a" "not ok 2 mremap - PTE-aligned" "ok 3 b"
 out=$(python3 "$HERE/check.py" --run stock "$W/up-bad.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "failed: 2 mremap - PTE-aligned (not ok)" &&
+[ $rc = 1 ] && grep -q "failed: 2 mremap - PTE-aligned (not ok)" <<<"$out" &&
 	ok "check.py: any other not-ok TAP case fails" || bad "check.py: TAP failure" "$out"
 up "$W/up-cut.jsonl" 0 "1..3" "ok 1 a" "ok 2 b"
 out=$(python3 "$HERE/check.py" --run stock "$W/up-cut.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "TAP plan 1..3, but 2 result line" &&
+[ $rc = 1 ] && grep -q "TAP plan 1..3, but 2 result line" <<<"$out" &&
 	ok "check.py: fewer TAP lines than planned fails" || bad "check.py: TAP plan" "$out"
 sed 's/"selftest":"proc\/read","rc":0/"selftest":"proc\/read","rc":134/' "$W/up-ok.jsonl" >"$W/up-abrt.jsonl"
 out=$(python3 "$HERE/check.py" --run stock "$W/up-abrt.jsonl" "$W/empty.log" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$out" | grep -q "failed: proc/read (exit status 134)" &&
+[ $rc = 1 ] && grep -q "failed: proc/read (exit status 134)" <<<"$out" &&
 	ok "check.py: a proc selftest's failed assert() (exit 134) fails" || bad "check.py: proc exit status" "$out"
 
 # ---- mode=probe, mode=shell ---------------------------------------------------------

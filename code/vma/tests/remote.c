@@ -1,28 +1,13 @@
 /* remote.c - forced interleavings of remote readers and writers in the VMA model (see remote.h). */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "remote.h"
 
-static bool fail(struct scn *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!s->ok)
-		return false;	/* keep the first reason */
-	s->ok = false;
-	va_start(ap, fmt);
-	vsnprintf(s->why, sizeof(s->why), fmt, ap);
-	va_end(ap);
-	return false;
-}
-
 static void begin(struct remote_result *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->s.ok = true;
+	scn_begin(&r->s);
 }
 
 const char *remote_style_name(enum remote_style s)
@@ -91,7 +76,7 @@ static void check_bytes(struct remote_result *r, const unsigned char *buf,
 			unsigned long addr, int len)
 {
 	if (r->ret < 0 || r->ret > len) {
-		fail(&r->s, "the read returned %d for a %d-byte request", r->ret, len);
+		scn_fail(&r->s, "the read returned %d for a %d-byte request", r->ret, len);
 		return;
 	}
 	r->bytes_ok = true;
@@ -112,7 +97,7 @@ static void finish(struct vtest *t, struct remote_result *r)
 	r->access_unlocked = atomic_load(&dev_unlocked);
 	r->present_after = page_present(&t->mm, RM_A + PG(2));
 	if (rwsem_is_locked(&t->mm.mmap_lock)) {
-		fail(&r->s, "the read returned with mmap_lock still held");
+		scn_fail(&r->s, "the read returned with mmap_lock still held");
 		up_read(&t->mm.mmap_lock);
 	}
 	/* The threads are done: no VMA may be read-locked (mm_destroy() would wait). */
@@ -160,7 +145,7 @@ void scn_remote_lookup_unmap(struct remote_result *r)
 	vt_act_at(&t, VMA_HOOK_LOOKUP, unmap_a, 1);
 	r->ret = access_remote_vm_vma(&t.mm, RM_A, buf, sizeof(buf));
 	if (t.action_left[VMA_HOOK_LOOKUP])
-		fail(&r->s, "the per-VMA read never looked A up under RCU");
+		scn_fail(&r->s, "the per-VMA read never looked A up under RCU");
 	check_bytes(r, buf, RM_A, sizeof(buf));
 	finish(&t, r);
 }
@@ -207,9 +192,9 @@ void scn_remote_unlocked_change(enum remote_change c, struct remote_result *r)
 	vt_act_at(&t, VMA_HOOK_REMOTE_UNLOCKED, change_unlocked, 1);
 	r->ret = access_remote_vm_vma(&t.mm, RM_A, buf, sizeof(buf));
 	if (t.action_left[VMA_HOOK_REMOTE_UNLOCKED])
-		fail(&r->s, "the read never dropped A's lock at the missing page");
+		scn_fail(&r->s, "the read never dropped A's lock at the missing page");
 	if (j.locked)
-		fail(&r->s, "the reader still held A's lock or mmap_lock after dropping A's lock "
+		scn_fail(&r->s, "the reader still held A's lock or mmap_lock after dropping A's lock "
 		     "(VMA_HOOK_REMOTE_UNLOCKED)");
 	check_bytes(r, buf, RM_A, sizeof(buf));
 	finish(&t, r);
@@ -260,16 +245,16 @@ static void reader_vs_writer(struct vtest *t, struct read_job *rj,
 
 	vt_spawn(&rd, t, read_fn, rj);
 	if (!gate_wait(&t->at[VMA_HOOK_REMOTE_COPIED], 1))
-		fail(&r->s, "the reader never copied A's first page");
+		scn_fail(&r->s, "the reader never copied A's first page");
 	vt_spawn(&wr, t, write_fn, wj);
 	if (!gate_wait(&t->write_sleep, 1))
-		fail(&r->s, "the writer neither finished nor waited");
+		scn_fail(&r->s, "the writer neither finished nor waited");
 	r->writer_done_first = atomic_load(&wj->finished);
 	r->writer_blocked = !r->writer_done_first;
 	gate_open_all(&t->at[VMA_HOOK_REMOTE_COPIED]);
 	r->reader_done = vt_join(&rd);
 	if (!r->reader_done || !vt_join(&wr)) {
-		fail(&r->s, "%s did not finish (a deadlock?)",
+		scn_fail(&r->s, "%s did not finish (a deadlock?)",
 		     r->reader_done ? "the writer" : "the reader");
 		return;		/* leave the mm: a thread may still use it */
 	}

@@ -1,11 +1,11 @@
-/* scenarios.c - forced interleavings of faults, walkers and writers in the VMA model (see scenarios.h). */
+/* scenarios.c - forced interleavings of faults and writers in the VMA model, and the helpers every scenario file uses (see scenarios.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "scenarios.h"
 
-static bool fail(struct scn *s, const char *fmt, ...)
+bool scn_fail(struct scn *s, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -18,20 +18,10 @@ static bool fail(struct scn *s, const char *fmt, ...)
 	return false;
 }
 
-static void begin(struct scn *s)
+void scn_begin(struct scn *s)
 {
 	s->ok = true;
 	s->why[0] = 0;
-}
-
-const char *walk_style_name(enum walk_style s)
-{
-	return s == WALK_MMAP ? "mmap_lock (6.12)" : "per-VMA (seed 001)";
-}
-
-int walk(struct mm_struct *mm, enum walk_style s, struct mem_size_stats *mss)
-{
-	return s == WALK_MMAP ? smaps_rollup_mmap(mm, mss) : smaps_rollup_vma(mm, mss);
 }
 
 void scn_layout(struct vtest *t)
@@ -56,7 +46,7 @@ void scn_start_read_recheck(struct start_read_result *r)
 	struct vm_area_struct *a;
 
 	memset(r, 0, sizeof(*r));
-	begin(&r->s);
+	scn_begin(&r->s);
 	vt_init(&t);
 	vt_map(&t, SCN_A, 4, RW, true);
 	a = vt_vma(&t, SCN_A);
@@ -65,7 +55,7 @@ void scn_start_read_recheck(struct start_read_result *r)
 	r->held = vma_is_read_locked(a);
 	r->trylocks = 1 - t.action_left[VMA_HOOK_TRYLOCK];
 	if (r->trylocks != 1)
-		fail(&r->s, "vma_start_read() never reached the trylock on an unlocked VMA");
+		scn_fail(&r->s, "vma_start_read() never reached the trylock on an unlocked VMA");
 	if (r->held)
 		up_read(&a->vm_lock->lock);
 	if (r->trylocks == 1)
@@ -79,7 +69,7 @@ void scn_start_read_write_locked(struct start_read_result *r)
 	struct vm_area_struct *a, *b;
 
 	memset(r, 0, sizeof(*r));
-	begin(&r->s);
+	scn_begin(&r->s);
 	vt_init(&t);
 	vt_map(&t, SCN_A, 4, RW, true);
 	vt_map(&t, SCN_B, 4, RW, true);
@@ -137,13 +127,13 @@ void scn_lookup_race(enum lookup_race race, struct lookup_result *r)
 	struct vtest t;
 
 	memset(r, 0, sizeof(*r));
-	begin(&r->s);
+	scn_begin(&r->s);
 	vt_init(&t);
 	vt_map(&t, SCN_A, 8, RW, true);
 	vt_act_at(&t, VMA_HOOK_LOOKUP, act[race], 1);
 	vma = lock_vma_under_rcu(&t.mm, addr);
 	if (t.action_left[VMA_HOOK_LOOKUP])
-		fail(&r->s, "lock_vma_under_rcu() did not look A up");
+		scn_fail(&r->s, "lock_vma_under_rcu() did not look A up");
 	r->got_vma = vma != NULL;
 	r->held = vma && vma_is_read_locked(vma);
 	if (r->held)
@@ -169,7 +159,7 @@ static void fault_fn(struct vtest *t, void *arg)
 	j->fault = do_user_addr_fault(&t->mm, j->addr, false);
 }
 
-static void mprotect_fn(struct vtest *t, void *arg)
+void scn_mprotect_fn(struct vtest *t, void *arg)
 {
 	unsigned long addr = *(unsigned long *)arg;
 
@@ -188,23 +178,23 @@ static void fault_vs_writer(unsigned long changed, unsigned long addr,
 	struct vtest t;
 
 	memset(r, 0, sizeof(*r));
-	begin(&r->s);
+	scn_begin(&r->s);
 	vt_init(&t);
 	vt_map(&t, SCN_A, 4, RW, false);	/* no anon_vma yet */
 	vt_map(&t, SCN_B, 4, RW, false);
 	vt_watch_rwsem(&t, &t.mm.mmap_lock);
 	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
-	vt_spawn(&w, &t, mprotect_fn, &changed);
+	vt_spawn(&w, &t, scn_mprotect_fn, &changed);
 	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
-		fail(&r->s, "the writer never reached VMA_HOOK_WRITE_LOCKED");
+		scn_fail(&r->s, "the writer never reached VMA_HOOK_WRITE_LOCKED");
 	vt_spawn(&f, &t, fault_fn, &job);
 	r->waited = gate_wait(&t.read_queued, 1);
 	if (!r->waited)
-		fail(&r->s, "the fault never queued on mmap_lock");
+		scn_fail(&r->s, "the fault never queued on mmap_lock");
 	r->done_before_writer = atomic_load(&f.done);
 	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
 	if (!vt_join(&w) || !vt_join(&f)) {
-		fail(&r->s, "writer or fault did not finish");
+		scn_fail(&r->s, "writer or fault did not finish");
 		return;		/* leave the mm: a thread may still use it */
 	}
 	r->fault = job.fault;
@@ -240,7 +230,7 @@ void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
 	struct vtest t;
 
 	memset(r, 0, sizeof(*r));
-	begin(&r->s);
+	scn_begin(&r->s);
 	vt_init(&t);
 	vt_map(&t, SCN_A, 4, RW, true);
 	vt_watch_rwsem(&t, &t.mm.mmap_lock);
@@ -248,18 +238,18 @@ void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
 	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
 	vt_spawn(&f, &t, fault_fn, &job);
 	if (!gate_wait(&t.at[VMA_HOOK_LOOKUP], 1))
-		fail(&r->s, "the fault never looked A up");
+		scn_fail(&r->s, "the fault never looked A up");
 	vt_spawn(&w, &t, munmap_a_fn, NULL);
 	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
-		fail(&r->s, "the munmap never reached VMA_HOOK_WRITE_LOCKED");
+		scn_fail(&r->s, "the munmap never reached VMA_HOOK_WRITE_LOCKED");
 	gate_open_all(&t.at[VMA_HOOK_LOOKUP]);
 	r->waited = gate_wait(&t.read_queued, 1);
 	if (!r->waited)
-		fail(&r->s, "the fault never queued on mmap_lock");
+		scn_fail(&r->s, "the fault never queued on mmap_lock");
 	r->done_before_writer = atomic_load(&f.done);
 	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
 	if (!vt_join(&w) || !vt_join(&f)) {
-		fail(&r->s, "munmap or fault did not finish");
+		scn_fail(&r->s, "munmap or fault did not finish");
 		return;
 	}
 	r->fault = job.fault;
@@ -268,203 +258,5 @@ void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
 	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
 	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
 	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
-	vt_fini(&t);
-}
-
-/* ---------------------------------------------------------- walkers */
-
-struct walk_job {
-	enum walk_style style;
-	struct mem_size_stats mss;
-};
-
-static void walk_fn(struct vtest *t, void *arg)
-{
-	struct walk_job *j = arg;
-
-	walk(&t->mm, j->style, &j->mss);
-}
-
-static void change_fn(struct vtest *t, void *arg)
-{
-	switch (*(enum walk_change *)arg) {
-	case CHANGE_GROW:
-		do_mmap(&t->mm, SCN_A + PG(4), PG(4), RW);
-		break;
-	case CHANGE_UNMAP:
-		do_munmap(&t->mm, SCN_B, PG(4));
-		break;
-	case CHANGE_SPLIT:
-		do_mprotect(&t->mm, SCN_B + PG(1), PG(2), VM_READ);
-		break;
-	}
-}
-
-/* The per-VMA walk: change the mm on the second drop of a VMA lock (after A). */
-static void change_after_a(struct vtest *t, struct vm_area_struct *vma)
-{
-	(void)vma;
-	if (t->action_left[VMA_HOOK_ROLLUP_UNLOCKED] == 0)
-		change_fn(t, t->arg);
-}
-
-static void finish_walk(struct vtest *t, struct walk_result *r,
-			struct walk_job *j)
-{
-	r->mss = j->mss;
-	smaps_recount(&t->mm, &r->recount);
-}
-
-void scn_walk_resume(enum walk_style style, enum walk_change change,
-		     struct walk_result *r)
-{
-	struct walk_job j = { .style = style };
-	struct vthread wk, wr;
-	struct vtest t;
-
-	memset(r, 0, sizeof(*r));
-	begin(&r->s);
-	vt_init(&t);
-	scn_layout(&t);
-	t.arg = &change;
-	if (style == WALK_VMA) {
-		/* Walker holds nothing between VMAs: change it right there. */
-		vt_act_at(&t, VMA_HOOK_ROLLUP_UNLOCKED, change_after_a, 2);
-		walk_fn(&t, &j);
-		if (t.action_left[VMA_HOOK_ROLLUP_UNLOCKED])
-			fail(&r->s, "the walk did not release a VMA lock after A");
-		finish_walk(&t, r, &j);
-		vt_fini(&t);
-		return;
-	}
-	/* 6.12: stop after A, make a writer wait, let the walker drop. */
-	vt_watch_rwsem(&t, &t.mm.mmap_lock);
-	vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, vt_vma(&t, SCN_A));
-	vt_stop_at(&t, VMA_HOOK_ROLLUP_UNLOCKED, NULL);
-	vt_spawn(&wk, &t, walk_fn, &j);
-	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
-		fail(&r->s, "the walker never reported A");
-	vt_spawn(&wr, &t, change_fn, &change);
-	if (!gate_wait(&t.write_sleep, 1))
-		fail(&r->s, "the writer never waited for mmap_lock");
-	gate_open(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
-	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_UNLOCKED], 1))
-		fail(&r->s, "the walker did not drop the contended mmap_lock");
-	if (!vt_join(&wr))
-		fail(&r->s, "the writer did not finish while the walker was out");
-	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
-	gate_open_all(&t.at[VMA_HOOK_ROLLUP_UNLOCKED]);
-	if (!vt_join(&wk) || !vt_join(&wr)) {
-		fail(&r->s, "walker or writer did not finish");
-		return;
-	}
-	finish_walk(&t, r, &j);
-	vt_fini(&t);
-}
-
-static void split_c_once(struct vtest *t, struct vm_area_struct *vma)
-{
-	struct vm_area_struct **c = t->arg;
-
-	if (vma == *c) {
-		*c = NULL;
-		do_mprotect(&t->mm, SCN_C + PG(2), PG(2), VM_READ);
-	}
-}
-
-void scn_walk_split_below(struct walk_result *r)
-{
-	struct walk_job j = { .style = WALK_VMA };
-	struct vm_area_struct *c;
-	struct vtest t;
-
-	memset(r, 0, sizeof(*r));
-	begin(&r->s);
-	vt_init(&t);
-	scn_layout(&t);
-	c = vt_vma(&t, SCN_C);
-	t.arg = &c;
-	vt_act_at(&t, VMA_HOOK_LOOKUP, split_c_once, 1000);
-	walk_fn(&t, &j);
-	if (c)
-		fail(&r->s, "the walk never looked C up");
-	finish_walk(&t, r, &j);
-	vt_fini(&t);
-}
-
-void scn_walk_fallback(bool drop, struct walk_result *r)
-{
-	struct walk_job j = { .style = WALK_VMA };
-	unsigned long b = SCN_B, e = SCN_E;
-	struct vthread w1, w2 = { 0 }, wk;
-	struct vtest t;
-
-	memset(r, 0, sizeof(*r));
-	begin(&r->s);
-	vt_init(&t);
-	scn_layout(&t);
-	vt_watch_rwsem(&t, &t.mm.mmap_lock);
-	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
-	if (drop)
-		vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, vt_vma(&t, SCN_B));
-	vt_spawn(&w1, &t, mprotect_fn, &b);
-	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
-		fail(&r->s, "the writer never write-locked B");
-	vt_spawn(&wk, &t, walk_fn, &j);
-	if (!gate_wait(&t.read_queued, 1))
-		fail(&r->s, "the walker never waited for mmap_lock after B's lock failed");
-	gate_open(&t.at[VMA_HOOK_WRITE_LOCKED]);
-	if (!vt_join(&w1))
-		fail(&r->s, "the first writer did not finish");
-	if (drop) {
-		if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
-			fail(&r->s, "the walker never reported B");
-		vt_spawn(&w2, &t, mprotect_fn, &e);
-		if (!gate_wait(&t.write_sleep, 1))
-			fail(&r->s, "the second writer never waited for mmap_lock");
-		gate_open(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
-		/* The second writer stops holding mmap_lock for write. */
-		r->walker_first = vt_join(&wk);
-		if (!r->walker_first)
-			fail(&r->s, "the walker could not finish while a writer held mmap_lock");
-	}
-	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
-	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
-	if (!vt_join(&wk) || !vt_join(&w1) || (drop && !vt_join(&w2))) {
-		fail(&r->s, "walker or writers did not finish");
-		return;
-	}
-	finish_walk(&t, r, &j);
-	vt_fini(&t);
-}
-
-void scn_walk_writer_waits(struct walk_result *r)
-{
-	struct walk_job j = { .style = WALK_VMA };
-	unsigned long a = SCN_A;
-	struct vthread wk, wr;
-	struct vm_area_struct *va;
-	struct vtest t;
-
-	memset(r, 0, sizeof(*r));
-	begin(&r->s);
-	vt_init(&t);
-	scn_layout(&t);
-	va = vt_vma(&t, SCN_A);
-	vt_watch_rwsem(&t, &va->vm_lock->lock);
-	vt_stop_at(&t, VMA_HOOK_ROLLUP_GATHERED, va);
-	vt_spawn(&wk, &t, walk_fn, &j);
-	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_GATHERED], 1))
-		fail(&r->s, "the walker never reported A");
-	vt_spawn(&wr, &t, mprotect_fn, &a);
-	r->writer_blocked = gate_wait(&t.write_sleep, 1) && !atomic_load(&wr.done);
-	if (!r->writer_blocked)
-		fail(&r->s, "the writer did not wait for A's VMA lock");
-	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
-	if (!vt_join(&wk) || !vt_join(&wr)) {
-		fail(&r->s, "walker or writer did not finish");
-		return;
-	}
-	finish_walk(&t, r, &j);
 	vt_fini(&t);
 }

@@ -1,11 +1,11 @@
-/* scenarios.h - forced interleavings shared by code/vma's tests and lab 04's grader; each fills a result the caller asserts on. */
+/* scenarios.h - forced interleavings shared by code/vma's tests and lab 04's grader; each fills a result the caller asserts on (walkers: walk_scenarios.h). */
 #ifndef MMLOCKS_VMA_SCENARIOS_H
 #define MMLOCKS_VMA_SCENARIOS_H
 
 #include "vtest.h"
 
 /*
- * The walker scenarios use five 4-page VMAs, all populated:
+ * The walker scenarios (walk_scenarios.h) use five 4-page VMAs, all populated:
  *   E [BASE, +4)  A [+8, +12)  B [+16, +20)  C [+24, +28)  D [+32, +36)
  * all read-write, with 4-page holes between them.
  */
@@ -17,15 +17,17 @@
 #define SCN_D		(SCN_BASE + PG(32))
 #define SCN_VMA_PAGES	4
 
-enum walk_style { WALK_MMAP, WALK_VMA };
-const char *walk_style_name(enum walk_style s);
-int walk(struct mm_struct *mm, enum walk_style s, struct mem_size_stats *mss);
-
 /* Every scenario says whether its choreography ran (ok) and, if not, why. */
 struct scn {
 	bool ok;
 	char why[160];
 };
+/* Start a scenario: ok, no reason yet. */
+void scn_begin(struct scn *s);
+/* The choreography broke: keep the first reason, return false. */
+bool scn_fail(struct scn *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A writer thread's body: mprotect 4 pages at *(unsigned long *)arg read-only. */
+void scn_mprotect_fn(struct vtest *t, void *arg);
 
 /* vma_start_read() */
 struct start_read_result {
@@ -76,39 +78,6 @@ void scn_fault_retry(struct fault_result *r);
  * waits for mmap_lock, and finds nothing mapped.
  */
 void scn_lookup_vs_munmap_in_progress(struct fault_result *r);
-
-/* Walkers. */
-struct walk_result {
-	struct scn s;
-	struct mem_size_stats mss;	/* the walker's rollup */
-	struct mem_size_stats recount;	/* of the mm afterwards */
-	bool writer_blocked;		/* a writer waited for the walker */
-	bool walker_first;		/* walker finished while a writer held mmap_lock */
-};
-enum walk_change {
-	CHANGE_GROW,	/* a mapping after A merges A with B: A grows */
-	CHANGE_UNMAP,	/* B is unmapped */
-	CHANGE_SPLIT,	/* mprotect splits B in three */
-};
-/* Change the mm after A is reported, before the walk goes on. */
-void scn_walk_resume(enum walk_style style, enum walk_change change,
-		     struct walk_result *r);
-/*
- * A writer holds B write-locked: the per-VMA walk falls back to mmap_lock
- * for B. With drop, a second writer then waits for mmap_lock while the
- * walker holds it; the walker drops it and must finish C and D under
- * VMA locks while that writer holds mmap_lock for write.
- */
-void scn_walk_fallback(bool drop, struct walk_result *r);
-/*
- * The per-VMA walk has looked C up (not locked it yet) when mprotect of
- * C's upper half splits it: as in 6.12, a new VMA takes C's lower half
- * and C moves its vm_start up. C still locks fine and is not detached;
- * the walk must not skip the new VMA below it.
- */
-void scn_walk_split_below(struct walk_result *r);
-/* The walker holds A's VMA lock; a writer's vma_start_write(A) waits. */
-void scn_walk_writer_waits(struct walk_result *r);
 
 /* The five-VMA layout above, populated. */
 void scn_layout(struct vtest *t);

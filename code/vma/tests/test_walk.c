@@ -1,7 +1,7 @@
 /* test_walk.c - smaps_rollup walkers in both styles against writers at the resume point, fallback, and a waiting writer. */
 #include <criterion/criterion.h>
 
-#include "scenarios.h"
+#include "walk_scenarios.h"
 
 TestSuite(walk, .init = harness_watchdog);
 

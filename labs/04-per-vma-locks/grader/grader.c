@@ -1,11 +1,11 @@
 /* grader.c - lab 04 grader: forced orders that tell a right vma_start_read(), lock_vma_under_rcu() and per-VMA walk from wrong ones. */
 #include <criterion/criterion.h>
 
-#include "scenarios.h"
+#include "walk_scenarios.h"
 #include "stress.h"
 
 /*
- * The scenarios (code/vma/tests/scenarios.c) stop threads at hook points
+ * The scenarios (code/vma/tests/scenarios.c, walk_scenarios.c) stop threads at hook points
  * or run a writer inside a hook, so each outcome is decided by your code
  * alone, never by timing. A wait that your code never satisfies fails
  * after vt_wait_s seconds instead of hanging.

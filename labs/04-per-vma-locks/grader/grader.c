@@ -5,10 +5,10 @@
 #include "stress.h"
 
 /*
- * The scenarios (code/vma/tests/scenarios.c, walk_scenarios.c) stop threads at hook points
- * or run a writer inside a hook, so each outcome is decided by your code
- * alone, never by timing. A wait that your code never satisfies fails
- * after vt_wait_s seconds instead of hanging.
+ * The scenarios (code/vma/tests/scenarios.c and walk_scenarios.c) stop
+ * threads at hook points or run a writer inside a hook, so each outcome
+ * is decided by your code alone, never by timing. A wait that your code
+ * never satisfies fails after vt_wait_s seconds instead of hanging.
  * Test names start with todoN_: the skeleton checker maps them to steps.
  */
 static void init(void)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "thp.h"
+#include "../common/bench.h"
 
 /* A thread that cannot start would leave the others waiting: stop here. */
 static void die(const char *what)
@@ -177,45 +178,6 @@ out:
 	return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void warn_if_loaded(void)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	double load = 0;
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &load) != 1)
-			load = 0;
-		fclose(f);
-	}
-	printf("# %ld CPUs, load average %.2f%s\n", ncpu, load,
-	       load > ncpu * 0.5 ? ": WARNING, a busy host; expect a wide spread" : "");
-}
-
-static int parse(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int parse_threads(const char *arg)
 {
 	char s[256], *save = NULL;
@@ -226,7 +188,7 @@ static int parse_threads(const char *arg)
 	strcpy(s, arg);
 	opt.nthreads = 0;
 	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (opt.nthreads == MAX_COUNTS || parse(tok, 1, MAX_THREADS, &v))
+		if (opt.nthreads == MAX_COUNTS || bench_parse_long(tok, 1, MAX_THREADS, &v))
 			return -1;
 		opt.threads[opt.nthreads++] = v;
 	}
@@ -248,12 +210,12 @@ int main(int argc, char **argv)
 	while (!bad && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': bad = parse_threads(optarg); break;
-		case 'o': bad = parse(optarg, 2, HPAGE_PMD_ORDER, &opt.order); break;
-		case 'H': bad = parse(optarg, 2, 512, &opt.hits); break;
-		case 'f': bad = parse(optarg, 1, 256, &opt.folios); break;
-		case 'd': bad = parse(optarg, 10, 60000, &opt.duration_ms); break;
-		case 'r': bad = parse(optarg, 1, MAX_RUNS, &opt.runs); break;
-		case 's': bad = parse(optarg, 0, 1000000, &opt.shrink_us); break;
+		case 'o': bad = bench_parse_long(optarg, 2, HPAGE_PMD_ORDER, &opt.order); break;
+		case 'H': bad = bench_parse_long(optarg, 2, 512, &opt.hits); break;
+		case 'f': bad = bench_parse_long(optarg, 1, 256, &opt.folios); break;
+		case 'd': bad = bench_parse_long(optarg, 10, 60000, &opt.duration_ms); break;
+		case 'r': bad = bench_parse_long(optarg, 1, MAX_RUNS, &opt.runs); break;
+		case 's': bad = bench_parse_long(optarg, 0, 1000000, &opt.shrink_us); break;
 		case 'D': opt.data = optarg; break;
 		case 'q':
 			opt.nthreads = 3;
@@ -286,7 +248,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	warn_if_loaded();
+	bench_print_host("# ", 0, "");
 	printf("# order %ld folios, %ld unmaps each, %ld folios per thread, %ld ms per run, "
 	       "%ld runs per position (ABAB), shrinker %s\n", opt.order, opt.hits, opt.folios,
 	       opt.duration_ms, opt.runs, opt.shrink_us ? "on" : "off");
@@ -318,12 +280,12 @@ int main(int argc, char **argv)
 				spl[pos] += s.splits;
 			}
 		for (int pos = 0; pos < 2; pos++) {
-			med[pos] = median(rate[pos], opt.runs);
+			med[pos] = bench_median(rate[pos], opt.runs);
 			lo[pos] = rate[pos][0];
 			hi[pos] = rate[pos][opt.runs - 1];
 			printf("%7d %5s %12.0f %12.0f %12.0f %13.3f %10.1f %10ld %8ld\n",
 			       opt.threads[t], pos ? "off" : "on", med[pos], lo[pos], hi[pos],
-			       median(lpp[pos], opt.runs), median(cont[pos], opt.runs),
+			       bench_median(lpp[pos], opt.runs), bench_median(cont[pos], opt.runs),
 			       dsp[pos], spl[pos]);
 		}
 		if (data)

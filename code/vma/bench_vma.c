@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "vma.h"
+#include "../common/bench.h"
 
 /*
  * The model's version of proc-mmap_sem-test: a mapper thread munmaps and
@@ -108,13 +109,6 @@ static void *reader(void *p)
 	return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static void one_run(const struct opts *o, enum arm arm, int nreaders, long size,
 		    struct run *r)
 {
@@ -178,7 +172,7 @@ static void one_run(const struct opts *o, enum arm arm, int nreaders, long size,
 		b->fallbacks = remote_event(&b->mm, ACCESS_REMOTE_VM_FALLBACK) -
 			ev0[ACCESS_REMOTE_VM_FALLBACK];
 	}
-	qsort(lat, o->ops, sizeof(*lat), cmp_double);
+	qsort(lat, o->ops, sizeof(*lat), bench_cmp_double);
 	*r = (struct run){
 		.mean = sum / o->ops, .p50 = lat[o->ops / 2],
 		.p99 = lat[o->ops * 99 / 100], .max = lat[o->ops - 1], .secs = secs,
@@ -189,12 +183,6 @@ static void one_run(const struct opts *o, enum arm arm, int nreaders, long size,
 	mm_destroy(&b->mm);
 	free(b);
 	free(lat);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void report(const struct opts *o, int nreaders, long size, enum arm arm,
@@ -216,14 +204,14 @@ static void report(const struct opts *o, int nreaders, long size, enum arm arm,
 		fb += runs[i].fallbacks;
 		dr += runs[i].drops;
 	}
-	med = median(mean, o->runs);	/* sorts mean[] */
+	med = bench_median(mean, o->runs);	/* sorts mean[] */
 	if (size)
 		printf("%7d %8ld  ", nreaders, size);
 	else
 		printf("%7d  ", nreaders);
 	printf("%-24s %8.1f %8.1f-%-8.1f %7.1f %8.1f %9.1f %9.0f %7.1f%% %9ld %6ld\n",
 	       size ? remote_arm_name[arm] : arm_name[arm], med, mean[0], mean[o->runs - 1],
-	       median(p50, o->runs), median(p99, o->runs), max,
+	       bench_median(p50, o->runs), bench_median(p99, o->runs), max,
 	       rollups / secs, vl + ml ? 100.0 * vl / (vl + ml) : 0.0,
 	       fb / o->runs, dr / o->runs);
 }
@@ -255,23 +243,12 @@ static void usage(FILE *f)
 "  --quick:  --readers 1,2 --ops 1000 --runs 3\n");
 }
 
-static int num(const char *arg, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-
-	if (!*arg || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* A comma-separated list of up to 8 numbers in [lo, hi]. */
 static int parse_list(char *arg, long lo, long hi, long *out, int *n)
 {
 	*n = 0;
 	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
-		if (*n == 8 || num(tok, lo, hi, &out[*n]))
+		if (*n == 8 || bench_parse_long(tok, lo, hi, &out[*n]))
 			return -1;
 		(*n)++;
 	}
@@ -311,15 +288,15 @@ int main(int argc, char **argv)
 		case 'm': if (parse_list(optarg, 1, 1L << 24, o.sizes, &o.nr_sizes))
 				return bad("--remote", optarg);
 			break;
-		case 'o': if (num(optarg, 100, 10000000, &o.ops)) return bad("--ops", optarg); break;
-		case 'n': if (num(optarg, 1, 64, &o.runs)) return bad("--runs", optarg); break;
-		case 'p': if (num(optarg, 1, 16384, &v)) return bad("--pages", optarg);
+		case 'o': if (bench_parse_long(optarg, 100, 10000000, &o.ops)) return bad("--ops", optarg); break;
+		case 'n': if (bench_parse_long(optarg, 1, 64, &o.runs)) return bad("--runs", optarg); break;
+		case 'p': if (bench_parse_long(optarg, 1, 16384, &v)) return bad("--pages", optarg);
 			o.pages = v; break;
-		case 'v': if (num(optarg, 1, 4096, &v)) return bad("--vmas", optarg);
+		case 'v': if (bench_parse_long(optarg, 1, 4096, &v)) return bad("--vmas", optarg);
 			o.vmas = v; break;
-		case 'g': if (num(optarg, 0, 100000, &o.page_ns)) return bad("--page-ns", optarg);
+		case 'g': if (bench_parse_long(optarg, 0, 100000, &o.page_ns)) return bad("--page-ns", optarg);
 			break;
-		case 'u': if (num(optarg, 0, 100000, &o.pause_us)) return bad("--pause-us", optarg);
+		case 'u': if (bench_parse_long(optarg, 0, 100000, &o.pause_us)) return bad("--pause-us", optarg);
 			break;
 		default: usage(stderr); return 2;
 		}
@@ -329,26 +306,12 @@ int main(int argc, char **argv)
 	if (o.vmas > o.pages)
 		return bad("--vmas (more than --pages)", "");
 
-	double load = 0;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	FILE *f = fopen("/proc/loadavg", "r");
-
-	if (f) {
-		if (fscanf(f, "%lf", &load) != 1)
-			load = 0;
-		fclose(f);
-	}
 	smap_page_cost_ns = o.page_ns;
-	if (load > cpus)
-		fprintf(stderr, "bench_vma: warning: load average %.1f on %ld CPUs: "
-			"other work will widen these numbers\n", load, cpus);
+	bench_print_host("bench_vma: ", o.readers[o.nr_readers - 1] + 1,
+			 "readers and the mapper, not pinned");
 	printf("bench_vma: %ld timed munmap/mmap calls per run, %ld runs per arm, arms interleaved; "
-	       "%lu VMAs over %lu pages walked at %ld ns a page; mapper pause %ld us; %ld CPUs, "
-	       "load %.1f; times in us\n",
-	       o.ops, o.runs, o.vmas, o.pages, o.page_ns, o.pause_us, cpus, load);
-	if (o.readers[o.nr_readers - 1] + 1 > cpus)
-		printf("bench_vma: more threads than CPUs: readers and mapper share CPUs "
-		       "(no pinning), so waits include being descheduled\n");
+	       "%lu VMAs over %lu pages walked at %ld ns a page; mapper pause %ld us; times in us\n",
+	       o.ops, o.runs, o.vmas, o.pages, o.page_ns, o.pause_us);
 	if (o.nr_sizes)
 		printf("%7s %8s  %-24s %8s %17s %7s %8s %9s %9s %8s %9s %6s\n", "readers",
 		       "bytes", "lock", "mean", "(range of means)", "p50", "p99", "max",

@@ -10,11 +10,15 @@
 
 #include "rwsem.h"
 #include "task.h"
+#include "../common/bench.h"
+
+#define MAX_RUNS	21
+#define NPOLICY		3	/* RWSEM_STEAL, RWSEM_NOSTEAL, RWSEM_WRITER_FIRST */
 
 static struct {
-	long iters, k, item_ns, duration_ms, readers, gap_us, timeout_us, pin;
+	long iters, k, item_ns, duration_ms, readers, gap_us, timeout_us, pin, runs;
 	int drop_always;
-} opt = { 10000000, 64, 1000, 1000, 1, 500, 4000, 1, 0 };
+} opt = { 10000000, 64, 1000, 200, 1, 500, 4000, 1, 5, 0 };
 
 static void usage(FILE *f)
 {
@@ -28,16 +32,28 @@ static void usage(FILE *f)
 "    rwsem_is_contended(), as show_smaps_rollup() does after each VMA;\n"
 "    --drop always drops every K items whether or not anyone waits (as\n"
 "    khugepaged's skip batch does every 1024 skipped VMAs).\n"
-"  --iters N        (a) iterations, 1000..1000000000 (default 10000000)\n"
+"Both parts repeat --runs times, interleaved: (a) alternates which lock goes\n"
+"first; (b) runs the three policies in turn, each run starting one policy\n"
+"later (STEAL NOSTEAL WRITER_FIRST, NOSTEAL WRITER_FIRST STEAL, ...), so\n"
+"no policy always gets the freshest or the most disturbed slot. (b) prints\n"
+"one row per run and policy, then per policy the median and, in brackets,\n"
+"the range (min-max) over the runs. Readers and the writer are pinned to\n"
+"different CPUs: a kernel reader wakes the writer with preemption off and\n"
+"keeps its CPU; a userspace writer woken on the reader's CPU would preempt\n"
+"the reader and hide the steal. With more threads than CPUs that cannot\n"
+"work, and the benchmark says so.\n"
+"  --runs N         repetitions, 1..21 (default 5)\n"
+"  --iters N        (a) iterations per lock, split over the runs, 1000..1000000000\n"
+"                   (default 10000000)\n"
 "  --drop MODE      (b) contended (default) or always\n"
 "  --k N            (b) with --drop always: items between drops, 1..1000000 (default 64)\n"
 "  --item-ns N      (b) busy work per item in ns, 0..1000000 (default 1000)\n"
 "  --readers N      (b) reader threads, 1..8 (default 1)\n"
 "  --writer-gap-us N (b) writer pause between attempts, 0..1000000 (default 500)\n"
 "  --timeout-us N   (b) handoff timeout (RWSEM_WAIT_TIMEOUT), 0..1000000 (default 4000)\n"
-"  --duration-ms N  (b) run time per policy, 10..600000 (default 1000)\n"
+"  --duration-ms N  (b) time of one policy in one run, 10..600000 (default 200)\n"
 "  --pin N          (b) 1: readers and writer on different CPUs (default), 0: no pinning\n"
-"  --quick          --iters 1000000 --duration-ms 200\n"
+"  --quick          --runs 3 --iters 1000000 --duration-ms 70\n"
 "  --help           this text\n");
 }
 
@@ -79,32 +95,65 @@ static double now_s(void)
 
 /* (a) ---------------------------------------------------------------- */
 
+static double rwsem_pair_ns(struct rw_semaphore *sem, long n)
+{
+	double t0 = now_s();
+
+	for (long i = 0; i < n; i++) {
+		down_read(sem);
+		up_read(sem);
+	}
+	return (now_s() - t0) * 1e9 / n;
+}
+
+static double pthread_pair_ns(pthread_rwlock_t *rw, long n)
+{
+	double t0 = now_s();
+
+	for (long i = 0; i < n; i++) {
+		pthread_rwlock_rdlock(rw);
+		pthread_rwlock_unlock(rw);
+	}
+	return (now_s() - t0) * 1e9 / n;
+}
+
+/* "median [min-max]" of v[0..n) (sorts v), with d decimals. */
+static const char *spread(char *buf, size_t len, double *v, int n, int d)
+{
+	double med = bench_median(v, n);
+
+	snprintf(buf, len, "%.*f [%.*f-%.*f]", d, med, d, v[0], d, v[n - 1]);
+	return buf;
+}
+
 static void bench_uncontended(void)
 {
 	struct rw_semaphore sem;
 	pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
-	double t0, ours, glibc;
+	double ours[MAX_RUNS], glibc[MAX_RUNS], ratio[MAX_RUNS];
+	long n = opt.iters / opt.runs;
+	char buf[64];
 
 	init_rwsem(&sem);
 	down_read(&sem);	/* warm up: allocates this thread's task */
 	up_read(&sem);
-	t0 = now_s();
-	for (long i = 0; i < opt.iters; i++) {
-		down_read(&sem);
-		up_read(&sem);
+	for (int run = 0; run < opt.runs; run++) {	/* AB, BA, AB, ... */
+		if (run % 2 == 0) {
+			ours[run] = rwsem_pair_ns(&sem, n);
+			glibc[run] = pthread_pair_ns(&rw, n);
+		} else {
+			glibc[run] = pthread_pair_ns(&rw, n);
+			ours[run] = rwsem_pair_ns(&sem, n);
+		}
+		ratio[run] = ours[run] / glibc[run];
 	}
-	ours = (now_s() - t0) * 1e9 / opt.iters;
-	t0 = now_s();
-	for (long i = 0; i < opt.iters; i++) {
-		pthread_rwlock_rdlock(&rw);
-		pthread_rwlock_unlock(&rw);
-	}
-	glibc = (now_s() - t0) * 1e9 / opt.iters;
-	printf("# (a) uncontended read lock+unlock, %ld iterations, one thread\n",
-	       opt.iters);
-	printf("%-32s %8.1f ns/op\n", "rwsem down_read+up_read", ours);
-	printf("%-32s %8.1f ns/op\n", "pthread_rwlock rdlock+unlock", glibc);
-	printf("%-32s %8.2f\n\n", "ratio rwsem/pthread", ours / glibc);
+	printf("# (a) uncontended read lock+unlock, one thread: %ld runs of %ld iterations,"
+	       " the two interleaved; median [min-max]\n", opt.runs, n);
+	printf("%-32s %s ns/op\n", "rwsem down_read+up_read",
+	       spread(buf, sizeof(buf), ours, opt.runs, 1));
+	printf("%-32s %s ns/op\n", "pthread_rwlock rdlock+unlock",
+	       spread(buf, sizeof(buf), glibc, opt.runs, 1));
+	printf("%-32s %s\n\n", "ratio rwsem/pthread", spread(buf, sizeof(buf), ratio, opt.runs, 2));
 	rwsem_destroy(&sem);
 	pthread_rwlock_destroy(&rw);
 }
@@ -181,7 +230,10 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void run_policy(enum rwsem_steal_policy policy)
+/* One policy, one run: the row's columns (waits in us, -1 without writes). */
+enum { C_WRITES, C_P50, C_P99, C_MAX, C_STEAL, C_NOSTEAL, C_HANDOFF, C_SLEEP, C_RETAKES, NCOL };
+
+static void one_run(enum rwsem_steal_policy policy, double col[NCOL])
 {
 	struct run r = { .policy = policy, .cap = 1000000 };
 	pthread_t rd[8], wr;
@@ -210,58 +262,113 @@ static void run_policy(enum rwsem_steal_policy policy)
 	secs = now_s() - t0;
 
 	qsort(r.wait_ns, r.nwait, sizeof(long), cmp_long);
-	if (r.nwait == 0) {
-		printf("%-13s %7d %9s %9s %9s", rwsem_policy_name(policy), 0,
-		       "-", "-", "-");
-	} else {
-		printf("%-13s %7ld %9.1f %9.1f %9.1f", rwsem_policy_name(policy),
-		       r.nwait, r.wait_ns[r.nwait / 2] / 1e3,
-		       r.wait_ns[(r.nwait * 99) / 100] / 1e3,
-		       r.wait_ns[r.nwait - 1] / 1e3);
-	}
-	printf(" %12ld %14ld %14ld %13ld %11.0f\n",
-	       rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_steal),
-	       rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_nosteal),
-	       rwsem_event(&r.sem, LOCKEVENT_rwsem_wlock_handoff),
-	       rwsem_event(&r.sem, LOCKEVENT_rwsem_sleep_writer),
-	       atomic_load(&r.retakes) / secs);
+	col[C_WRITES] = r.nwait;
+	col[C_P50] = r.nwait ? r.wait_ns[r.nwait / 2] / 1e3 : -1;
+	col[C_P99] = r.nwait ? r.wait_ns[(r.nwait * 99) / 100] / 1e3 : -1;
+	col[C_MAX] = r.nwait ? r.wait_ns[r.nwait - 1] / 1e3 : -1;
+	col[C_STEAL] = rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_steal);
+	col[C_NOSTEAL] = rwsem_event(&r.sem, LOCKEVENT_rwsem_rlock_nosteal);
+	col[C_HANDOFF] = rwsem_event(&r.sem, LOCKEVENT_rwsem_wlock_handoff);
+	col[C_SLEEP] = rwsem_event(&r.sem, LOCKEVENT_rwsem_sleep_writer);
+	col[C_RETAKES] = atomic_load(&r.retakes) / secs;
 	rwsem_destroy(&r.sem);
 	free(r.wait_ns);
 }
 
-static int parse(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
+static const char *const col_name[NCOL] = {
+	"writes", "p50_us", "p99_us", "max_us", "rlock_steal", "rlock_nosteal",
+	"wlock_handoff", "sleep_writer", "retakes/s",
+};
+static const int col_width[NCOL] = { 7, 9, 9, 9, 12, 14, 14, 13, 11 };
+static const int col_decimals[NCOL] = { 0, 1, 1, 1, 0, 0, 0, 0, 0 };
 
-	if (!*s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+static void print_row(enum rwsem_steal_policy policy, int run, const double col[NCOL])
+{
+	printf("%-13s %3d", rwsem_policy_name(policy), run);
+	for (int c = 0; c < NCOL; c++)
+		if (col[c] < 0)
+			printf(" %*s", col_width[c], "-");
+		else
+			printf(" %*.*f", col_width[c], col_decimals[c], col[c]);
+	printf("\n");
 }
 
 /*
- * Other work on the host widens every latency below, and more threads than
- * CPUs turns waits into descheduling: say so before the numbers, so a
- * reader does not compare a busy run with a quiet one.
+ * Per policy, median [min-max] over the runs of the columns that carry the
+ * result: the writer's wait and the counters that say why. A run without a
+ * single write has no waits: it is left out of their medians.
  */
-static void warn_if_loaded(void)
-{
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	double load = 0;
-	FILE *f = fopen("/proc/loadavg", "r");
+static const int summary_col[] = { C_WRITES, C_P50, C_P99, C_STEAL, C_NOSTEAL, C_HANDOFF };
+#define NSUMMARY ((int)(sizeof(summary_col) / sizeof(summary_col[0])))
 
-	if (f) {
-		if (fscanf(f, "%lf", &load) != 1)
-			load = 0;
-		fclose(f);
+static void print_summary(double col[NPOLICY][MAX_RUNS][NCOL])
+{
+	char cell[NPOLICY][NSUMMARY][80];
+	int width[NSUMMARY];
+
+	for (int i = 0; i < NSUMMARY; i++) {
+		int c = summary_col[i];
+
+		width[i] = strlen(col_name[c]);
+		for (int p = 0; p < NPOLICY; p++) {
+			double v[MAX_RUNS];
+			int n = 0;
+
+			for (int run = 0; run < opt.runs; run++)
+				if (col[p][run][c] >= 0)
+					v[n++] = col[p][run][c];
+			if (n)
+				spread(cell[p][i], sizeof(cell[p][i]), v, n, col_decimals[c]);
+			else
+				strcpy(cell[p][i], "-");
+			if ((int)strlen(cell[p][i]) > width[i])
+				width[i] = strlen(cell[p][i]);
+		}
 	}
-	printf("# %ld CPUs, load average %.2f%s\n", ncpu, load,
-	       load > ncpu * 0.5 ? ": WARNING, a busy host; expect a wide spread" : "");
-	if (opt.readers + 1 > ncpu)
-		printf("# %ld reader(s) and a writer on %ld CPUs: threads share CPUs, so"
-		       " waits include being descheduled (--pin cannot separate them)\n",
-		       opt.readers, ncpu);
+	printf("# (b) median [min-max] over %ld runs", opt.runs);
+	for (int p = 0, nowrite = 0; p < NPOLICY && !nowrite; p++)
+		for (int run = 0; run < opt.runs && !nowrite; run++)
+			if (col[p][run][C_WRITES] == 0 && (nowrite = 1))
+				printf("; a run without a write (the writer never got the lock or"
+				       " a CPU) has no waits to count");
+	printf("\n%-13s", "summary");
+	for (int i = 0; i < NSUMMARY; i++)
+		printf(" %*s", width[i], col_name[summary_col[i]]);
+	printf("\n");
+	for (int p = 0; p < NPOLICY; p++) {
+		printf("%-13s", rwsem_policy_name(RWSEM_STEAL + p));
+		for (int i = 0; i < NSUMMARY; i++)
+			printf(" %*s", width[i], cell[p][i]);
+		printf("\n");
+	}
+}
+
+static void bench_policies(void)
+{
+	static double col[NPOLICY][MAX_RUNS][NCOL];
+
+	if (opt.drop_always)
+		printf("# (b) writer wait: %ld reader(s) drop+re-take every %ld items of %ld ns;\n",
+		       opt.readers, opt.k, opt.item_ns);
+	else
+		printf("# (b) writer wait: %ld reader(s) drop+re-take after an item of %ld ns"
+		       " when contended;\n", opt.readers, opt.item_ns);
+	printf("#     writer every %ld us; handoff timeout %ld us; %ld runs of %ld ms per policy,"
+	       " policies interleaved; pinning %s\n", opt.gap_us, opt.timeout_us, opt.runs,
+	       opt.duration_ms, opt.pin ? "on" : "off");
+	printf("%-13s %3s", "policy", "run");
+	for (int c = 0; c < NCOL; c++)
+		printf(" %*s", col_width[c], col_name[c]);
+	printf("\n");
+	for (int run = 0; run < opt.runs; run++)
+		for (int i = 0; i < NPOLICY; i++) {	/* ABC, BCA, CAB, ABC, ... */
+			int p = (run + i) % NPOLICY;
+
+			one_run(RWSEM_STEAL + p, col[p][run]);
+			print_row(RWSEM_STEAL + p, run + 1, col[p][run]);
+		}
+	printf("\n");
+	print_summary(col);
 }
 
 int main(int argc, char **argv)
@@ -276,33 +383,39 @@ int main(int argc, char **argv)
 		{ "timeout-us", required_argument, NULL, 't' },
 		{ "duration-ms", required_argument, NULL, 'd' },
 		{ "pin", required_argument, NULL, 'p' },
+		{ "runs", required_argument, NULL, 'R' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	int c, bad = 0, quick = 0;
+	bool given[128] = { false };	/* options set on the command line */
+	char who[96];
 
 	while (!bad && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'i': bad = parse(optarg, 1000, 1000000000, &opt.iters); break;
-		case 'k': bad = parse(optarg, 1, 1000000, &opt.k); break;
+		case 'i': bad = bench_parse_long(optarg, 1000, 1000000000, &opt.iters); break;
+		case 'k': bad = bench_parse_long(optarg, 1, 1000000, &opt.k); break;
 		case 'D':
 			bad = strcmp(optarg, "always") && strcmp(optarg, "contended") ? -1 : 0;
 			opt.drop_always = !strcmp(optarg, "always");
 			break;
-		case 'n': bad = parse(optarg, 0, 1000000, &opt.item_ns); break;
-		case 'r': bad = parse(optarg, 1, 8, &opt.readers); break;
-		case 'g': bad = parse(optarg, 0, 1000000, &opt.gap_us); break;
-		case 't': bad = parse(optarg, 0, 1000000, &opt.timeout_us); break;
-		case 'd': bad = parse(optarg, 10, 600000, &opt.duration_ms); break;
-		case 'p': bad = parse(optarg, 0, 1, &opt.pin); break;
+		case 'n': bad = bench_parse_long(optarg, 0, 1000000, &opt.item_ns); break;
+		case 'r': bad = bench_parse_long(optarg, 1, 8, &opt.readers); break;
+		case 'g': bad = bench_parse_long(optarg, 0, 1000000, &opt.gap_us); break;
+		case 't': bad = bench_parse_long(optarg, 0, 1000000, &opt.timeout_us); break;
+		case 'd': bad = bench_parse_long(optarg, 10, 600000, &opt.duration_ms); break;
+		case 'p': bad = bench_parse_long(optarg, 0, 1, &opt.pin); break;
+		case 'R': bad = bench_parse_long(optarg, 1, MAX_RUNS, &opt.runs); break;
 		case 'q': quick = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: bad = 1;
 		}
 		if (bad && c != '?')
 			fprintf(stderr, "bench_rwsem: bad value '%s' for --%s\n",
-				optarg, opts[strchr("ikDnrgtdpqh", c) - "ikDnrgtdpqh"].name);
+				optarg, opts[strchr("ikDnrgtdpRqh", c) - "ikDnrgtdpRqh"].name);
+		if (c > 0 && c < 128)
+			given[c] = true;
 	}
 	if (!bad && optind != argc) {
 		fprintf(stderr, "bench_rwsem: unexpected argument '%s'\n", argv[optind]);
@@ -312,26 +425,16 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (quick) {
-		opt.iters = 1000000;
-		opt.duration_ms = 200;
+	if (quick) {	/* a smoke test's settings, where none were given */
+		opt.runs = given['R'] ? opt.runs : 3;
+		opt.iters = given['i'] ? opt.iters : 1000000;
+		opt.duration_ms = given['d'] ? opt.duration_ms : 70;
 	}
 
-	warn_if_loaded();
+	snprintf(who, sizeof(who), "%ld reader(s) and the writer; --pin cannot keep them apart",
+		 opt.readers);
+	bench_print_host("# ", opt.readers + 1, who);
 	bench_uncontended();
-	if (opt.drop_always)
-		printf("# (b) writer wait: %ld reader(s) drop+re-take every %ld items of %ld ns;\n",
-		       opt.readers, opt.k, opt.item_ns);
-	else
-		printf("# (b) writer wait: %ld reader(s) drop+re-take after an item of %ld ns"
-		       " when contended;\n", opt.readers, opt.item_ns);
-	printf("#     writer every %ld us; handoff timeout %ld us; %ld ms per policy;"
-	       " pinning %s\n", opt.gap_us, opt.timeout_us, opt.duration_ms,
-	       opt.pin ? "on" : "off");
-	printf("%-13s %7s %9s %9s %9s %12s %14s %14s %13s %11s\n", "policy", "writes",
-	       "p50_us", "p99_us", "max_us", "rlock_steal", "rlock_nosteal",
-	       "wlock_handoff", "sleep_writer", "retakes/s");
-	for (int p = RWSEM_STEAL; p <= RWSEM_WRITER_FIRST; p++)
-		run_policy(p);
+	bench_policies();
 	return 0;
 }

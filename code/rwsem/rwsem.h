@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "list.h"
+#include "../common/list.h"
 
 #define BITS_PER_LONG ((int)(8 * sizeof(long)))
 

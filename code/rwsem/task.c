@@ -1,7 +1,7 @@
 /* task.c - tasks, sleeping and wake_q for the userspace rwsem (futex based). */
 #define _GNU_SOURCE
 #include "task.h"
-#include "list.h"
+#include "../common/list.h"
 
 #include <errno.h>
 #include <linux/futex.h>

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "list.h"
+#include "../common/list.h"
 #include "spinlock.h"
 
 /*

@@ -1,17 +1,18 @@
-/* list.h - the <linux/list.h> helpers the deferred split queue uses, with the kernel's READ_ONCE/WRITE_ONCE on ->next. */
-#ifndef MMLOCKS_THP_LIST_H
-#define MMLOCKS_THP_LIST_H
+/* list.h - the <linux/list.h> helpers the models use (rwsem wait list, deferred split queue), with the kernel's READ_ONCE/WRITE_ONCE on ->next. */
+#ifndef MMLOCKS_LIST_H
+#define MMLOCKS_LIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /*
- * code/rwsem/list.h is enough for a list only ever touched under its
- * lock. The split queue is not: folio_unqueue_deferred_split() asks
- * list_empty() of a folio without split_queue_lock. The kernel makes that
- * peek a single, untorn load by writing ->next with WRITE_ONCE() in every
- * helper and reading it with READ_ONCE() in list_empty(); so does this
- * file (relaxed atomics, which ThreadSanitizer understands).
+ * The rwsem's wait list is only ever touched under wait_lock, but the THP
+ * split queue is not: folio_unqueue_deferred_split() asks list_empty() of
+ * a folio without split_queue_lock. The kernel makes that peek a single,
+ * untorn load by writing ->next with WRITE_ONCE() in every helper and
+ * reading it with READ_ONCE() in list_empty(); so does this file, for
+ * every list (relaxed atomics: plain moves on x86, and ThreadSanitizer
+ * understands them).
  */
 #define READ_ONCE(x)		__atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v)	__atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -73,6 +74,13 @@ static inline void __list_del_entry(struct list_head *entry)
 	WRITE_ONCE(entry->prev->next, entry->next);
 }
 
+/* The kernel poisons the pointers (LIST_POISON1/2); NULL faults as well. */
+static inline void list_del(struct list_head *entry)
+{
+	__list_del_entry(entry);
+	entry->next = entry->prev = NULL;
+}
+
 static inline void list_del_init(struct list_head *entry)
 {
 	__list_del_entry(entry);
@@ -85,9 +93,20 @@ static inline void list_move(struct list_head *entry, struct list_head *head)
 	list_add(entry, head);
 }
 
+static inline void list_move_tail(struct list_head *entry, struct list_head *head)
+{
+	__list_del_entry(entry);
+	list_add_tail(entry, head);
+}
+
 static inline bool list_empty(const struct list_head *head)
 {
 	return READ_ONCE(head->next) == head;
+}
+
+static inline bool list_is_singular(const struct list_head *head)
+{
+	return !list_empty(head) && head->next == head->prev;
 }
 
 /* Join list to the tail of head and leave list empty. */

@@ -226,7 +226,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 	}
 	if ((l.mapper = spawn()) == 0) {
 		close(rep[0]), close(go[1]), close(stop[0]), close(stop[1]);
-		pvm_pin((int)opt.mapper_cpu);
+		mg_pin_cpu((int)opt.mapper_cpu);
 		pvm_mapper(&mc, rep[1], go[0]);
 	}
 	close(go[0]);
@@ -236,7 +236,7 @@ static int run_one(int sample, int set, struct pvm_run *out)
 
 		if (pid == 0) {
 			close(rep[0]), close(go[1]), close(stop[1]);
-			pvm_pin((int)opt.scanner_cpu);
+			mg_pin_cpu((int)opt.scanner_cpu);
 			if (i >= nscan)
 				pvm_busy(i, (int)opt.busy_ms, (int)opt.sleep_ms, rep[1], stop[0], deadline);
 			setpriority(PRIO_PROCESS, 0, 15);
@@ -353,7 +353,7 @@ int main(int argc, char **argv)
 	/* The method's third CPU: this process, away from the mapper and the scanners. */
 	for (int c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < 64; c++)
 		if (c != opt.mapper_cpu && c != opt.scanner_cpu) {
-			own_cpu = pvm_pin(c) ? -1 : c;
+			own_cpu = mg_pin_cpu(c) ? -1 : c;
 			break;
 		}
 	mg_read_ll(SWITCH, &sw);

@@ -385,7 +385,7 @@ int main(int argc, char **argv)
 	mg_read_ll(SWITCH, &sw);
 	mg_read_ll(MG_KNOBS "/rwsem_steal_policy", &policy);
 	ok = start_target(deadline);
-	rr_pin((int)opt.reader_cpu);
+	mg_pin_cpu((int)opt.reader_cpu);
 
 	mgj_start(&j, "info", EXP);
 	mgj_int(&j, "reps", opt.reps);

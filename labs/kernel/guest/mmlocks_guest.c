@@ -436,3 +436,17 @@ void mg_sleep_us(unsigned long us)
 		;
 }
 
+/* ---- CPU placement ---------------------------------------------------- */
+
+#include <sched.h> /* cpu_set_t, sched_setaffinity (_GNU_SOURCE above) */
+
+int mg_pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return 0;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}

@@ -225,4 +225,14 @@ long mg_count_vmas(uintptr_t lo, uintptr_t hi, long *total);
 /* Parse "AnonHugePages:" (kB) from /proc/self/smaps_rollup; -1 on failure. */
 long long mg_anon_huge_kb(void);
 
+/* ---- CPU placement ---------------------------------------------------- */
+
+/*
+ * Pin the calling thread (a child process's only thread: the process) to
+ * one CPU, so that a method's roles (writer, reader, scanner) run apart
+ * and TCG's vCPU threads are not shared. cpu < 0: leave it where it is.
+ * 0 or -errno.
+ */
+int mg_pin_cpu(int cpu);
+
 #endif

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,15 +90,6 @@ void pvm_send(int fd, int kind, int id, const int64_t *v)
 	/* One write of less than PIPE_BUF bytes: atomic, never interleaved. */
 	while (write(fd, &m, sizeof(m)) < 0 && errno == EINTR)
 		;
-}
-
-int pvm_pin(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
 uint64_t pvm_rand(uint64_t *s)

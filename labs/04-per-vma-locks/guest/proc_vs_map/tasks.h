@@ -67,9 +67,6 @@ void pvm_send(int fd, int kind, int id, const int64_t *v);
 
 /* ---- the child processes ------------------------------------------------ */
 
-/* Pin the calling process to one CPU; 0 or -errno. */
-int pvm_pin(int cpu);
-
 struct pvm_mapper_cfg {
 	size_t region_pages;   /* the large anonymous mapping, populated */
 	uint64_t seconds_ns;   /* measured window, from the "go" byte */

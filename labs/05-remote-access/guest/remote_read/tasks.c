@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +40,6 @@ void rr_cell_from_lat(struct rr_cell *c, struct mg_lat *l)
 	c->p99 = (int64_t)mg_lat_pct(l, 99);
 }
 
-int rr_pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return 0;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 /* A child of the experiment dies with its parent (the parent's restorer also kills it). */
 static void child_setup(int cpu)
 {
@@ -59,7 +47,7 @@ static void child_setup(int cpu)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	rr_pin(cpu);
+	mg_pin_cpu(cpu);
 }
 
 /* ---- the target -------------------------------------------------------------- */

@@ -120,7 +120,4 @@ void rr_close_target(struct rr_procs *p);
 /* One reader iteration (the body of rr_reader's loop), for the tests. */
 enum rr_outcome rr_read_once(const struct rr_reader_cfg *c, int fd, void *buf, uint64_t *ns);
 
-/* Pin the calling thread's process to one CPU (cpu < 0: do nothing); 0 or -errno. */
-int rr_pin(int cpu);
-
 #endif

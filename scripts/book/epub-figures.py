@@ -14,12 +14,11 @@ the EPUB in place (temp file + rename), keeping the archive's order and
 its uncompressed mimetype entry first. Exit 0 on success, 1 if the file is
 not an EPUB or a zoom link has no image, 2 on bad usage.
 """
-import os
 import posixpath
 import re
 import sys
-import tempfile
-import zipfile
+
+import epub_rewrite
 
 ZOOM = re.compile(r'<a class="zoom" href="([^"]+)">\s*<img src="([^"]+)"')
 
@@ -51,44 +50,16 @@ def add_to_spine(opf, pages, opf_dir):
     return opf.replace("  </spine>", "".join(refs) + "  </spine>", 1)
 
 
-def main(argv):
-    if argv[:1] in (["-h"], ["--help"]):
-        sys.stdout.write(__doc__.split("\n", 2)[2])
-        return 0
-    if len(argv) != 1 or argv[0].startswith("-"):
-        sys.stderr.write("epub-figures: expected one EPUB file\n" + __doc__.split("\n", 2)[2])
-        return 2
-    path = argv[0]
-    if not zipfile.is_zipfile(path):
-        sys.stderr.write(f"epub-figures: {path}: not an EPUB (zip) file\n")
-        return 1
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".epub-figures.")
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(path) as zin:
-            infos = zin.infolist()
-            data = {i.filename: zin.read(i) for i in infos}
-        pages = {}
-        for name in data:
-            if re.match(r"^EPUB/text/[^/]+\.xhtml$", name):
-                data[name] = link_figures(name, data[name].decode("utf-8"), pages).encode("utf-8")
-        opf = "EPUB/content.opf"
-        if opf not in data:
-            raise ValueError(f"{opf} not found")
-        data[opf] = add_to_spine(data[opf].decode("utf-8"), pages, "EPUB").encode("utf-8")
-        with zipfile.ZipFile(tmp, "w") as zout:
-            for info in infos:
-                kind = zipfile.ZIP_STORED if info.filename == "mimetype" else zipfile.ZIP_DEFLATED
-                zout.writestr(info, data[info.filename], compress_type=kind)
-        os.replace(tmp, path)
-    except ValueError as e:
-        sys.stderr.write(f"epub-figures: {path}: {e}\n")
-        return 1
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return 0
+def rewrite(data):
+    """Link every chapter's figures to their pages, and put the pages in the spine."""
+    pages = {}
+    for name in epub_rewrite.chapter_files(data):
+        data[name] = link_figures(name, data[name].decode("utf-8"), pages).encode("utf-8")
+    opf = "EPUB/content.opf"
+    if opf not in data:
+        raise ValueError(f"{opf} not found")
+    data[opf] = add_to_spine(data[opf].decode("utf-8"), pages, "EPUB").encode("utf-8")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(epub_rewrite.main(sys.argv[1:], __doc__, rewrite))

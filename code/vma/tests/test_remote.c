@@ -24,13 +24,28 @@ static void quiet(enum remote_style s, bool sparse, unsigned long addr, int len,
 	}
 }
 
+/* A per-VMA read that stayed under the one VMA lock. */
+static void vma_locked_only(const struct remote_result *r)
+{
+	cr_assert_eq(EV(*r, VMA_LOCKED), 1);
+	cr_assert_eq(EV(*r, MMAP_LOCKED) + EV(*r, FALLBACK), 0);
+}
+
+/* A per-VMA read that fell back to mmap_lock, for reason `why` (an ACCESS_REMOTE_VM_FALLBACK_*). */
+static void fell_back(const struct remote_result *r, int why)
+{
+	cr_assert_eq(EV(*r, FALLBACK), 1);
+	cr_assert_eq(r->ev[why], 1, "the fallback counted under another reason");
+	cr_assert_eq(EV(*r, MMAP_LOCKED), 1);
+	cr_assert_eq(EV(*r, VMA_LOCKED), 0);
+}
+
 Test(remote, inside_one_vma_takes_only_its_lock)
 {
 	struct remote_result r;
 
 	quiet(REMOTE_VMA, false, RM_A + 100, PG(2) - 200, PG(2) - 200, &r);
-	cr_assert_eq(EV(r, VMA_LOCKED), 1);
-	cr_assert_eq(EV(r, MMAP_LOCKED) + EV(r, FALLBACK), 0);
+	vma_locked_only(&r);
 	quiet(REMOTE_MMAP, false, RM_A + 100, PG(2) - 200, PG(2) - 200, &r);
 }
 
@@ -39,8 +54,7 @@ Test(remote, a_read_ending_at_vm_end_stays_under_the_vma_lock)
 	struct remote_result r;
 
 	quiet(REMOTE_VMA, false, RM_A + PG(2), PG(2), PG(2), &r);
-	cr_assert_eq(EV(r, VMA_LOCKED), 1);
-	cr_assert_eq(EV(r, FALLBACK), 0);
+	vma_locked_only(&r);
 }
 
 Test(remote, crossing_two_vmas_falls_back_and_reads_both)
@@ -48,10 +62,7 @@ Test(remote, crossing_two_vmas_falls_back_and_reads_both)
 	struct remote_result r;
 
 	quiet(REMOTE_VMA, false, RM_A + PG(3) + 5, PG(2), PG(2), &r);
-	cr_assert_eq(EV(r, FALLBACK), 1);
-	cr_assert_eq(EV(r, FALLBACK_SPAN), 1);
-	cr_assert_eq(EV(r, MMAP_LOCKED), 1);
-	cr_assert_eq(EV(r, VMA_LOCKED), 0);
+	fell_back(&r, ACCESS_REMOTE_VM_FALLBACK_SPAN);
 	quiet(REMOTE_MMAP, false, RM_A + PG(3) + 5, PG(2), PG(2), &r);
 }
 
@@ -94,10 +105,7 @@ Test(remote, a_page_that_needs_a_fault_falls_back_and_is_faulted_in)
 
 	quiet(REMOTE_VMA, true, RM_A, PG(4), PG(4), &r);
 	cr_assert(r.present_after);
-	cr_assert_eq(EV(r, FALLBACK), 1);
-	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
-	cr_assert_eq(EV(r, MMAP_LOCKED), 1);
-	cr_assert_eq(EV(r, VMA_LOCKED), 0);
+	fell_back(&r, ACCESS_REMOTE_VM_FALLBACK_PAGE);
 	quiet(REMOTE_MMAP, true, RM_A, PG(4), PG(4), &r);
 	cr_assert(r.present_after);
 }
@@ -143,15 +151,30 @@ Test(remote, vma_shrunk_while_falling_back_stops_at_the_new_end)
 	unlocked(RCHANGE_SHRINK, PG(2));
 }
 
+/*
+ * Who waits for whom: each scenario reads while a writer runs, and must
+ * read `want` bytes, right, with the writer blocked behind the read or
+ * done before it; `ev` (an ACCESS_REMOTE_VM_*, or -1) is counted once.
+ */
+static void who_waits(const struct remote_result *r, bool writer_first, int want, int ev)
+{
+	OK(*r);
+	if (writer_first)
+		cr_assert(r->writer_done_first, "the writer should not have waited for the read");
+	else
+		cr_assert(r->writer_blocked, "the writer should have waited for the read");
+	cr_assert_eq(r->ret, want, "read %d bytes, want %d", r->ret, want);
+	cr_assert(r->bytes_ok);
+	if (ev >= 0)
+		cr_assert_eq(r->ev[ev], 1);
+}
+
 Test(remote, mmap_locked_reader_blocks_an_unrelated_mmap)
 {
 	struct remote_result r;
 
 	scn_remote_unrelated_writer(REMOTE_MMAP, &r);
-	OK(r);
-	cr_assert(r.writer_blocked);
-	cr_assert_eq(r.ret, PG(2));
-	cr_assert(r.bytes_ok);
+	who_waits(&r, false, PG(2), -1);
 }
 
 Test(remote, vma_locked_reader_does_not_block_an_unrelated_mmap)
@@ -159,11 +182,7 @@ Test(remote, vma_locked_reader_does_not_block_an_unrelated_mmap)
 	struct remote_result r;
 
 	scn_remote_unrelated_writer(REMOTE_VMA, &r);
-	OK(r);
-	cr_assert(r.writer_done_first);
-	cr_assert_eq(r.ret, PG(2));
-	cr_assert(r.bytes_ok);
-	cr_assert_eq(EV(r, VMA_LOCKED), 1);
+	who_waits(&r, true, PG(2), ACCESS_REMOTE_VM_VMA_LOCKED);
 }
 
 Test(remote, writer_of_the_held_vma_waits_for_the_read)
@@ -171,11 +190,7 @@ Test(remote, writer_of_the_held_vma_waits_for_the_read)
 	struct remote_result r;
 
 	scn_remote_vma_writer(false, &r);
-	OK(r);
-	cr_assert(r.writer_blocked);
-	cr_assert_eq(r.ret, PG(4));
-	cr_assert(r.bytes_ok);
-	cr_assert_eq(EV(r, VMA_LOCKED), 1);
+	who_waits(&r, false, PG(4), ACCESS_REMOTE_VM_VMA_LOCKED);
 }
 
 Test(remote, fallback_drops_the_vma_lock_before_taking_mmap_lock)
@@ -183,11 +198,7 @@ Test(remote, fallback_drops_the_vma_lock_before_taking_mmap_lock)
 	struct remote_result r;
 
 	scn_remote_vma_writer(true, &r);
-	OK(r);
-	cr_assert(r.writer_blocked);
-	cr_assert_eq(r.ret, PG(4));
-	cr_assert(r.bytes_ok);
-	cr_assert_eq(EV(r, FALLBACK_PAGE), 1);
+	who_waits(&r, false, PG(4), ACCESS_REMOTE_VM_FALLBACK_PAGE);
 }
 
 /* /proc/PID/mem: a page per access_remote_vm() call, the switch read per call. */

@@ -167,6 +167,33 @@ void scn_mprotect_fn(struct vtest *t, void *arg)
 }
 
 /*
+ * The end of every fault-vs-writer scenario: writer w is stopped at
+ * VMA_HOOK_WRITE_LOCKED with mmap_lock held for write and fault f is on
+ * its way. The fault must queue on mmap_lock; then the writer goes on,
+ * both are joined, and the result gets what the fault saw.
+ */
+static void fault_waits_for_writer(struct vtest *t, struct vthread *w, struct vthread *f,
+				   const struct fault_job *job, struct fault_result *r)
+{
+	r->waited = gate_wait(&t->read_queued, 1);
+	if (!r->waited)
+		scn_fail(&r->s, "the fault never queued on mmap_lock");
+	r->done_before_writer = atomic_load(&f->done);
+	gate_open_all(&t->at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(w) || !vt_join(f)) {
+		scn_fail(&r->s, "the writer or the fault did not finish");
+		return;		/* leave the mm: a thread may still use it */
+	}
+	r->fault = job->fault;
+	r->present = page_present(&t->mm, job->addr);
+	r->success = vma_lock_event(&t->mm, VMA_LOCK_SUCCESS);
+	r->abort = vma_lock_event(&t->mm, VMA_LOCK_ABORT);
+	r->retry = vma_lock_event(&t->mm, VMA_LOCK_RETRY);
+	r->miss = vma_lock_event(&t->mm, VMA_LOCK_MISS);
+	vt_fini(t);
+}
+
+/*
  * Writer W mprotects `changed` and stops with mmap_lock held for write;
  * a fault on `addr` runs meanwhile and must wait for mmap_lock.
  */
@@ -188,22 +215,7 @@ static void fault_vs_writer(unsigned long changed, unsigned long addr,
 	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
 		scn_fail(&r->s, "the writer never reached VMA_HOOK_WRITE_LOCKED");
 	vt_spawn(&f, &t, fault_fn, &job);
-	r->waited = gate_wait(&t.read_queued, 1);
-	if (!r->waited)
-		scn_fail(&r->s, "the fault never queued on mmap_lock");
-	r->done_before_writer = atomic_load(&f.done);
-	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
-	if (!vt_join(&w) || !vt_join(&f)) {
-		scn_fail(&r->s, "writer or fault did not finish");
-		return;		/* leave the mm: a thread may still use it */
-	}
-	r->fault = job.fault;
-	r->present = page_present(&t.mm, addr);
-	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
-	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
-	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
-	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
-	vt_fini(&t);
+	fault_waits_for_writer(&t, &w, &f, &job, r);
 }
 
 void scn_fault_waits_for_writer(struct fault_result *r)
@@ -243,20 +255,5 @@ void scn_lookup_vs_munmap_in_progress(struct fault_result *r)
 	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
 		scn_fail(&r->s, "the munmap never reached VMA_HOOK_WRITE_LOCKED");
 	gate_open_all(&t.at[VMA_HOOK_LOOKUP]);
-	r->waited = gate_wait(&t.read_queued, 1);
-	if (!r->waited)
-		scn_fail(&r->s, "the fault never queued on mmap_lock");
-	r->done_before_writer = atomic_load(&f.done);
-	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
-	if (!vt_join(&w) || !vt_join(&f)) {
-		scn_fail(&r->s, "munmap or fault did not finish");
-		return;
-	}
-	r->fault = job.fault;
-	r->present = page_present(&t.mm, job.addr);
-	r->success = vma_lock_event(&t.mm, VMA_LOCK_SUCCESS);
-	r->abort = vma_lock_event(&t.mm, VMA_LOCK_ABORT);
-	r->retry = vma_lock_event(&t.mm, VMA_LOCK_RETRY);
-	r->miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
-	vt_fini(&t);
+	fault_waits_for_writer(&t, &w, &f, &job, r);
 }

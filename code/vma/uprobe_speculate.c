@@ -7,10 +7,10 @@
  * book lists patch 0011's versions of these functions instead.
  *
  * The helpers come from seed 002 (Suren Baghdasaryan, sent by Andrii
- * Nakryiko), in the form upstream merged for 6.13 on the seqcount
+ * Nakryiko), in the form upstream merged on the seqcount
  * mm_lock_seq that 6.12.117 already has; the lookup is upstream's
  * follow-up ("uprobes: add speculative lockless VMA-to-inode-to-uprobe
- * resolution", 6.13), written here for the model.
+ * resolution"), written here for the model.
  */
 
 bool mmap_lock_speculate_try_begin(struct mm_struct *mm, unsigned int *seq)

@@ -85,7 +85,8 @@ struct uprobe *find_active_uprobe_speculative(struct mm_struct *mm, unsigned lon
 	 * (munmap, mmap over it) puts a mapped file.
 	 */
 	vm_file = READ_ONCE(vma->vm_file);
-	if (!vm_file)
+	/* valid_vma(), on the one vm_file read (as our patch 0011 does) */
+	if (!vm_file || !(READ_ONCE(vma->vm_flags) & VM_EXEC))
 		goto fail_lookup;
 	offset = vaddr_to_offset(vma, bp_vaddr);
 	uprobe = find_uprobe_rcu(file_inode(vm_file), offset);

@@ -17,6 +17,9 @@
  *                has glibc's 0xfbad magic) with the malloc size word of its
  *                own chunk and of its buffer's chunk, read via /proc/PID/mem
  *                (free() aborts with "invalid pointer" when a size is 0)
+ *   flake_stack  at a catch: rip, rsp and the words of the top 4 KiB of the
+ *                stack that point into an executable mapping (return
+ *                addresses, for addr2line on the host)
  *   flake_summary at the end: runs, clean exits, fatal signals, exit codes
  */
 #define _GNU_SOURCE
@@ -28,6 +31,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,6 +137,9 @@ static void catch(pid_t pid, int run, int sig)
 	unsigned long hs = 0, he = 0, s, e;
 	static uint64_t pfns[MAX_PAGES];
 	size_t npfn = 0;
+	unsigned long exec_lo[8], exec_hi[8];
+	int nexec = 0;
+	char perm[5];
 	struct mg_json j;
 	FILE *maps;
 	int pm, mem;
@@ -149,8 +156,12 @@ static void catch(pid_t pid, int run, int sig)
 		mgj_int(&j, "run", run);
 		mgj_str(&j, "line", line);
 		mgj_emit(&j);
-		if (sscanf(line, "%lx-%lx", &s, &e) != 2)
+		if (sscanf(line, "%lx-%lx %4s", &s, &e, perm) != 3)
 			continue;
+		if (perm[2] == 'x' && nexec < 8) {
+			exec_lo[nexec] = s;
+			exec_hi[nexec++] = e;
+		}
 		if (strstr(line, "[heap]")) {
 			hs = s;
 			he = e;
@@ -204,6 +215,25 @@ static void catch(pid_t pid, int run, int sig)
 		mgj_int(&j, "chunk_size_word", (long long)csize);
 		mgj_int(&j, "buf_offset", buf ? (long long)(buf - hs) : -1);
 		mgj_int(&j, "buf_chunk_size_word", (long long)bsize);
+		mgj_emit(&j);
+	}
+	/* Return addresses: stack words inside the executable mappings. */
+	struct user_regs_struct regs;
+	static uint64_t stk[512];
+	char addrs[3072] = "";
+
+	if (mem >= 0 && !ptrace(PTRACE_GETREGS, pid, 0, &regs) &&
+	    pread(mem, stk, sizeof(stk), (off_t)regs.rsp) > 0) {
+		for (size_t k = 0; k < 512 && strlen(addrs) < sizeof(addrs) - 20; k++)
+			for (int x = 0; x < nexec; x++)
+				if (stk[k] >= exec_lo[x] && stk[k] < exec_hi[x])
+					snprintf(addrs + strlen(addrs), sizeof(addrs) - strlen(addrs), "%llx ",
+						 (unsigned long long)stk[k]);
+		mgj_start(&j, "flake_stack", NULL);
+		mgj_int(&j, "run", run);
+		mgj_int(&j, "rip", (long long)regs.rip);
+		mgj_int(&j, "rsp", (long long)regs.rsp);
+		mgj_str(&j, "text_words", addrs);
 		mgj_emit(&j);
 	}
 	if (pm >= 0)

@@ -38,7 +38,7 @@ def records(path):
 
 
 def report(label, path):
-    runs, maps, files, summary = [], {}, {}, None
+    runs, maps, files, pages, stacks, summary = [], {}, {}, {}, {}, None
     for r in records(path):
         t, n = r["type"], r.get("run")
         if t == "flake_run":
@@ -47,6 +47,10 @@ def report(label, path):
             maps.setdefault(n, []).append(r["line"])
         elif t == "flake_file":
             files.setdefault(n, []).append(r)
+        elif t == "flake_page":
+            pages.setdefault(n, []).append(r)
+        elif t == "flake_stack":
+            stacks[n] = r
         elif t == "flake_summary":
             summary = r
     if summary is None:
@@ -67,8 +71,12 @@ def report(label, path):
         for line in maps.get(r["run"], []):
             if "[heap]" in line:
                 print("    %s" % line)
+        mine = [p for p in pages.get(r["run"], []) if p["head"].startswith("00000000dead")]
+        if mine:
+            print("    %d of the %d pages from start_brk hold the selftest's fill pattern (0xdead0000 + i at offset 0),"
+                  " from %#x" % (len(mine), len(pages[r["run"]]), min(p["addr"] for p in mine)))
         for f in files.get(r["run"], []):
-            hdr = brk + f["buf_offset"] - 8 if f["buf_offset"] >= 0 else None
+            hdr = f["buf"] - 8 if f["buf"] else None
             step = ""
             if hdr is not None and BASE_ADDR - 512 * PAGE <= hdr < BASE_ADDR:
                 # the page at BASE_ADDR - k pages is replaced at the end of
@@ -77,8 +85,10 @@ def report(label, path):
                 step = ", its page is replaced at step %d (abort expected at step %d)" % (k, k + 1)
             m = STEP.findall(r["last"])
             print("    FILE at heap+%#x: chunk size word %#x; buffer at heap+%#x: chunk size word %#x%s%s"
-                  % (f["offset"], f["chunk_size_word"], f["buf_offset"], f["buf_chunk_size_word"], step,
+                  % (f["addr"] - brk, f["chunk_size_word"], f["buf"] - brk, f["buf_chunk_size_word"], step,
                      "; last step printed %s" % m[-1] if m else ""))
+        if r["run"] in stacks:
+            print("    stack words in executable mappings (addr2line -f -e BINARY): %s" % stacks[r["run"]]["text_words"])
     return summary["killed_by_signal"] == 0 and summary["other"] == 0
 
 

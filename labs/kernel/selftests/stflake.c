@@ -10,10 +10,11 @@
  *                command printed, /proc/vmstat deltas (compaction, migration,
  *                THP faults and splits) over the run
  *   flake_maps   at a catch: one per line of /proc/PID/maps
- *   flake_page   at a catch: one per [heap] page: PFN (pagemap), how many of
- *                its 8-byte words are zero, whether another page of the
- *                process maps the same PFN, its first 32 bytes
- *   flake_file   at a catch: each stdio FILE found in [heap] (its _flags word
+ *   flake_page   at a catch: one per page from start_brk (the first 64 pages
+ *                of the VMAs maps calls [heap]): address, PFN (pagemap), how
+ *                many of its 8-byte words are zero, how many other addresses
+ *                of the process map the same PFN, its first 32 bytes
+ *   flake_file   at a catch: each stdio FILE found in those pages (its _flags word
  *                has glibc's 0xfbad magic) with the malloc size word of its
  *                own chunk and of its buffer's chunk, read via /proc/PID/mem
  *                (free() aborts with "invalid pointer" when a size is 0)
@@ -40,6 +41,7 @@
 #define PROG "stflake"
 #define PAGE 4096UL
 #define MAX_PAGES 65536 /* pages of the process scanned for a shared PFN */
+#define MAX_HEAP_PAGES 64 /* [heap] pages dumped, from start_brk */
 
 static const char *const VMSTAT_KEYS[] = {
 	"compact_stall", "compact_success", "compact_fail", "pgmigrate_success", "pgmigrate_fail",
@@ -136,6 +138,7 @@ static void catch(pid_t pid, int run, int sig)
 	char path[64], line[512];
 	unsigned long hs = 0, he = 0, s, e;
 	static uint64_t pfns[MAX_PAGES];
+	static unsigned long vas[MAX_PAGES];
 	size_t npfn = 0;
 	unsigned long exec_lo[8], exec_hi[8];
 	int nexec = 0;
@@ -162,20 +165,24 @@ static void catch(pid_t pid, int run, int sig)
 			exec_lo[nexec] = s;
 			exec_hi[nexec++] = e;
 		}
+		/* [heap] names every VMA between start_brk and brk, also a foreign one there */
 		if (strstr(line, "[heap]")) {
-			hs = s;
+			hs = hs ? hs : s;
 			he = e;
-			continue;
 		}
 		for (unsigned long va = s; pm >= 0 && va < e && npfn < MAX_PAGES && !strstr(line, "[v"); va += PAGE) {
 			uint64_t f = pfn_of(pm, va);
 
-			if (f)
+			if (f) {
+				vas[npfn] = va;
 				pfns[npfn++] = f;
+			}
 		}
 	}
 	if (maps)
 		fclose(maps);
+	if (he > hs + MAX_HEAP_PAGES * PAGE)
+		he = hs + MAX_HEAP_PAGES * PAGE;
 	for (unsigned long va = hs; va < he; va += PAGE) {
 		uint64_t w[PAGE / 8], f = pm >= 0 ? pfn_of(pm, va) : 0;
 		char hex[80] = "";
@@ -185,12 +192,12 @@ static void catch(pid_t pid, int run, int sig)
 		for (size_t k = 0; ok && k < PAGE / 8; k++)
 			zeros += !w[k];
 		for (size_t k = 0; f && k < npfn; k++)
-			shared += pfns[k] == f;
+			shared += pfns[k] == f && vas[k] != va;
 		for (int k = 0; ok && k < 4; k++)
 			snprintf(hex + strlen(hex), sizeof(hex) - strlen(hex), "%016llx ", (unsigned long long)w[k]);
 		mgj_start(&j, "flake_page", NULL);
 		mgj_int(&j, "run", run);
-		mgj_int(&j, "offset", (long long)(va - hs));
+		mgj_int(&j, "addr", (long long)va);
 		mgj_int(&j, "pfn", (long long)f);
 		mgj_bool(&j, "readable", ok);
 		mgj_int(&j, "zero_words", zeros);
@@ -210,10 +217,10 @@ static void catch(pid_t pid, int run, int sig)
 			read_u64(mem, buf - 8, &bsize);
 		mgj_start(&j, "flake_file", NULL);
 		mgj_int(&j, "run", run);
-		mgj_int(&j, "offset", (long long)(va - hs));
+		mgj_int(&j, "addr", (long long)va);
 		mgj_int(&j, "flags", (long long)flags);
 		mgj_int(&j, "chunk_size_word", (long long)csize);
-		mgj_int(&j, "buf_offset", buf ? (long long)(buf - hs) : -1);
+		mgj_int(&j, "buf", (long long)buf);
 		mgj_int(&j, "buf_chunk_size_word", (long long)bsize);
 		mgj_emit(&j);
 	}

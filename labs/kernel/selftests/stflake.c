@@ -324,7 +324,10 @@ again:
 			*brk = start_brk(pid);
 			if (brk_hi && (*brk < brk_lo || *brk >= brk_hi)) {
 				kill(pid, SIGKILL);
-				waitpid(pid, &st, 0);
+				while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+					;
+				if (alarmed)
+					break; /* the time ran out while choosing: SIGKILL */
 				*brk = 0;
 				goto again;
 			}

@@ -11,7 +11,8 @@ USAGE = """usage: flake_report.py --run LABEL RESULTS.jsonl [--run LABEL RESULTS
 
 Reads the flake_run, flake_maps, flake_file and flake_summary records that
 labs/kernel/selftests/stflake.c wrote and prints, per LABEL, the number of
-runs, their exit codes and fatal signals, and for each run killed by a signal:
+runs, their exit codes and fatal signals (for each: the start_brk values and
+the last lines of one such run), and for each run killed by a signal:
 its start_brk, the last line it printed, its [heap] mapping and the malloc
 size words of the stdio FILEs in its heap. For the khugepaged selftest it
 also prints the collapse_compound_extreme step at which the test's
@@ -23,6 +24,7 @@ Exit status: 0 no run died of a signal, 1 some did or a boot has no summary,
 
 BASE_ADDR = 1 << 30  # tools/testing/selftests/mm/khugepaged.c
 PAGE = 4096
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STEP = re.compile(r"(\d+)/512\.\.\.")
 
 
@@ -56,13 +58,20 @@ def report(label, path):
     if summary is None:
         print("%s: no flake_summary record in %s (the boot did not finish)" % (label, path))
         return False
-    rcs = {}
+    rcs, first = {}, {}
     for r in runs:
         key = "signal %d" % r["signal"] if r["signal"] else "rc %s" % r["rc"]
         rcs[key] = rcs.get(key, 0) + 1
+        first.setdefault(key, r)
     execs = sum(r.get("execs", 1) for r in runs)
     print("%s: %d runs (%d execs), %s" % (label, len(runs), execs,
                                            ", ".join("%s: %d" % kv for kv in sorted(rcs.items()))))
+    for key in sorted(first):
+        r = first[key]
+        brks = sorted(x.get("start_brk", 0) for x in runs if x["signal"] == r["signal"] and x["rc"] == r["rc"])
+        print("  %s: start_brk %s; run %d ended: %s" % (key, ", ".join("%#x" % b for b in brks[:8]) +
+                                                      (" ..." if len(brks) > 8 else ""), r["run"],
+                                                      ANSI.sub("", r.get("tail", r["last"]))[-200:]))
     for r in runs:
         if not r["signal"]:
             continue

@@ -7,7 +7,7 @@
  *
  * Records (JSON lines on stdout):
  *   flake_run    one per run: exit status, signal, seconds, the last line the
- *                command printed, /proc/vmstat deltas (compaction, migration,
+ *                command printed and its last three (tail), /proc/vmstat deltas (compaction, migration,
  *                THP faults and splits) over the run
  *   flake_maps   at a catch: one per line of /proc/PID/maps
  *   flake_page   at a catch: one per page from start_brk (the first 64 pages
@@ -89,8 +89,11 @@ static void vmstat(long long *v)
 	}
 }
 
-/* The last non-empty line (split at \n and \r) of the command's output. */
-static void last_line(const char *path, char *out, size_t size)
+/*
+ * The last `lines` non-empty lines (split at \n and \r) of the command's
+ * output, joined with " | ".
+ */
+static void last_lines(const char *path, int lines, char *out, size_t size)
 {
 	char buf[2048];
 	int fd = open(path, O_RDONLY);
@@ -110,11 +113,23 @@ static void last_line(const char *path, char *out, size_t size)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
 	char *s = buf + n;
-	while (s > buf && s[-1] != '\n' && s[-1] != '\r')
-		s--;
-	size_t len = strlen(s) < size - 1 ? strlen(s) : size - 1;
-
-	memcpy(out, s, len);
+	for (int k = 0; k < lines && s > buf; k++) {
+		while (s > buf && (s[-1] == '\n' || s[-1] == '\r'))
+			s--;
+		while (s > buf && s[-1] != '\n' && s[-1] != '\r')
+			s--;
+	}
+	size_t len = 0;
+	for (bool sep = false; *s && len + 4 < size; s++) {
+		if (*s == '\n' || *s == '\r') {
+			sep = len > 0;
+			continue;
+		}
+		if (sep)
+			len += (size_t)snprintf(out + len, size - len, " | ");
+		sep = false;
+		out[len++] = *s;
+	}
 	out[len] = '\0';
 }
 
@@ -395,7 +410,7 @@ int main(int argc, char **argv)
 	sigaction(SIGALRM, &sa, NULL); /* no SA_RESTART: waitpid returns EINTR */
 	for (int r = 1; r <= runs; r++) {
 		long long v0[NKEYS], v1[NKEYS];
-		char last[256];
+		char last[256], tail[512];
 		int caught;
 		unsigned long brk = 0;
 		long long tries;
@@ -404,7 +419,8 @@ int main(int argc, char **argv)
 		vmstat(v0);
 		int st = run_once(argv + optind, out, r, tmo, &caught, &brk, &tries);
 		vmstat(v1);
-		last_line(out, last, sizeof(last));
+		last_lines(out, 1, last, sizeof(last));
+		last_lines(out, 3, tail, sizeof(tail));
 		struct mg_json j;
 
 		mgj_start(&j, "flake_run", NULL);
@@ -419,6 +435,7 @@ int main(int argc, char **argv)
 		mgj_int(&j, "execs", tries);
 		mgj_num(&j, "seconds", (double)(mg_now_ns() - t0) / 1e9);
 		mgj_str(&j, "last", last);
+		mgj_str(&j, "tail", tail);
 		for (size_t k = 0; k < NKEYS; k++)
 			mgj_int(&j, VMSTAT_KEYS[k], v1[k] - v0[k]);
 		mgj_emit(&j);

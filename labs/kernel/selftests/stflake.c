@@ -1,27 +1,18 @@
 /*
- * stflake: run a selftest many times under ptrace and, when it dies of a
- * fatal signal, record what its heap looks like from the kernel's side
- * before the signal kills it. Written for the `free(): invalid pointer`
- * abort of the 6.12 khugepaged selftest in collapse_compound_extreme
- * (labs/kernel/RUNNING.md, "Known flake"); any command works.
- *
- * Records (JSON lines on stdout):
- *   flake_run    one per run: exit status, signal, seconds, the last line the
- *                command printed and its last three (tail), /proc/vmstat deltas (compaction, migration,
- *                THP faults and splits) over the run
- *   flake_maps   at a catch: one per line of /proc/PID/maps
- *   flake_page   at a catch: one per page from start_brk (the first 64 pages
- *                of the VMAs maps calls [heap]): address, PFN (pagemap), how
- *                many of its 8-byte words are zero, how many other addresses
- *                of the process map the same PFN, its first 32 bytes
- *   flake_file   at a catch: each stdio FILE found in those pages (its _flags word
- *                has glibc's 0xfbad magic) with the malloc size word of its
- *                own chunk and of its buffer's chunk, read via /proc/PID/mem
- *                (free() aborts with "invalid pointer" when a size is 0)
- *   flake_stack  at a catch: rip, rsp and the words of the top 4 KiB of the
- *                stack that point into an executable mapping (return
- *                addresses, for addr2line on the host)
- *   flake_summary at the end: runs, clean exits, fatal signals, exit codes
+ * stflake: run a selftest many times under ptrace and, when it stops on a
+ * fatal signal, record its heap as the kernel sees it before the signal is
+ * delivered. Written for the khugepaged selftest's `free(): invalid
+ * pointer` (labs/kernel/RUNNING.md, "Known flake"); any command works.
+ * JSON records on stdout:
+ *   flake_run     per run: exit status, signal, start_brk, execs, seconds,
+ *                 last line and last three lines, /proc/vmstat deltas
+ *   flake_maps    at a catch: each line of /proc/PID/maps
+ *   flake_page    at a catch: each of the first 64 pages from start_brk:
+ *                 PFN, zero words, other addresses mapping that PFN, head
+ *   flake_file    at a catch: each stdio FILE there (glibc's 0xfbad magic)
+ *                 with the malloc size words of its chunk and its buffer's
+ *   flake_stack   at a catch: rip, rsp, stack words into executable maps
+ *   flake_summary at the end: runs, clean exits, fatal signals
  */
 #define _GNU_SOURCE
 #include <errno.h>

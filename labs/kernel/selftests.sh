@@ -30,7 +30,8 @@ QUICK_TYPES=st-khugepaged,$PROC_TESTS
 
 usage() {
 	cat <<EOF
-usage: $PROG [--quick] [--only LABEL[,LABEL]] [--verbose] [--no-build] [--help]
+usage: $PROG [--quick] [--only LABEL[,LABEL]] [--verbose] [--no-build]
+       [--repeat N [--brk-window LO-HI]] [--help]
 
 Boots the mmlocks kernel once per knob setting and runs 6.12 selftests in
 the guest (mmlocks.mode=run, with the overlay of selftests/mkoverlay.sh):
@@ -53,6 +54,11 @@ Logs: build/selftests/<setting>.{jsonl,console.log}.
   --only L    only the settings with these labels (comma-separated)
   --verbose   one line per test case
   --no-build  do not call build.sh / mkinitramfs.sh
+  --repeat N  diagnostic (RUNNING.md, "Known flake"): instead of the selftests,
+              run khugepaged:anon N times in each boot under selftests/stflake,
+              which records start_brk and, at a fatal signal, the heap; prints
+              selftests/flake_report.py's summary; fails if a run died of a signal
+  --brk-window LO-HI  with --repeat: only runs whose brk heap starts in [LO, HI)
   --help      this text
 Exit status: 0 pass, 1 failure, 2 usage.
 EOF
@@ -60,7 +66,7 @@ EOF
 die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
-QUICK=0 VERBOSE= BUILD=1 ONLY=
+QUICK=0 VERBOSE= BUILD=1 ONLY= REPEAT= BRKW=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
@@ -68,9 +74,14 @@ while [ $# -gt 0 ]; do
 	--only) [ $# -ge 2 ] && [ -n "$2" ] || die_usage "--only needs setting labels"; ONLY=$2; shift 2 ;;
 	--verbose) VERBOSE=--verbose; shift ;;
 	--no-build) BUILD=0; shift ;;
+	--repeat) [[ "${2:-}" =~ ^[1-9][0-9]{0,3}$ ]] || die_usage "--repeat needs a count 1-9999"; REPEAT=$2; shift 2 ;;
+	--brk-window) [[ "${2:-}" =~ ^(0x[0-9a-fA-F]+|[0-9]+)-(0x[0-9a-fA-F]+|[0-9]+)$ ]] ||
+		die_usage "--brk-window needs LO-HI (hex 0x... or decimal)"; BRKW=$2; shift 2 ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
 done
+
+[ -z "$BRKW" ] || [ -n "$REPEAT" ] || die_usage "--brk-window goes with --repeat"
 
 T0=$(date +%s)
 if [ "$BUILD" = 1 ]; then
@@ -96,13 +107,17 @@ if [ -n "$ONLY" ]; then
 	[ ${#keep[@]} -gt 0 ] || die_usage "--only '$ONLY' names no setting of this run (labels: $(printf '%s ' "${SETTINGS[@]%%|*}"))"
 	SETTINGS=("${keep[@]}")
 fi
+EXTRA=
+if [ -n "$REPEAT" ]; then # one st-flake entry runs the selftest REPEAT times
+	TYPES=st-flake EXTRA=" mmlocks.flake=$REPEAT${BRKW:+ mmlocks.flake_brk=$BRKW}"
+fi
 ntypes=$(echo "$TYPES" | tr , '\n' | grep -c .)
-GTMO=640                           # per selftest, in the guest (run-selftest kills at <= 600)
+GTMO=$((${REPEAT:-0} * 120 + 640)) # per selftest, in the guest (run-selftest kills at <= 600)
 HTMO=$((120 + ntypes * (GTMO + 20)))
 
 SRC=$("$HERE/linux-source.sh")/tools/testing/selftests/mm/khugepaged.c
 boot() { # boot LABEL KNOBS FILE: one boot, logs in $OUT/FILE.*
-	local append="mmlocks.mode=run mmlocks.run=$TYPES mmlocks.timeout=$GTMO" s0 rc
+	local append="mmlocks.mode=run mmlocks.run=$TYPES mmlocks.timeout=$GTMO$EXTRA" s0 rc
 	[ -n "$2" ] && append="$append mmlocks.knobs=$2"
 	s0=$(date +%s)
 	printf '%s: %-34s ... ' "$PROG" "$1"
@@ -119,10 +134,15 @@ for s in "${SETTINGS[@]}"; do
 	file=$(echo "$label" | tr -c 'A-Za-z0-9_.\n-' _)
 	rm -f "$OUT/$file".try1.*
 	boot "$label" "$knobs" "$file"
+	if [ -n "$REPEAT" ]; then
+		ARGS+=(--run "$label" "$OUT/$file.jsonl")
+		continue
+	fi
 	# --quick (make test, CI) boots a failing setting once more, keeping and
-	# printing the first attempt: one failure in about 65 runs has been
-	# seen (RUNNING.md, "Known flake"). Two in a row fail; the full run
-	# (make kernel-selftests) never retries.
+	# printing the first attempt: the static selftest's brk heap lands under
+	# its fixed test address in about 1 run in 150 (RUNNING.md, "Known
+	# flake"). Two in a row fail; the full run (make kernel-selftests) never
+	# retries.
 	if [ "$QUICK" = 1 ] && ! python3 "$HERE/selftests/check.py" --source "$SRC" \
 		--run "$label" "$OUT/$file.jsonl" "$OUT/$file.console.log" >"$OUT/$file.check.log" 2>&1; then
 		sed 's/^/    /' "$OUT/$file.check.log"
@@ -137,6 +157,12 @@ for s in "${SETTINGS[@]}"; do
 	ARGS+=(--run "$label" "$OUT/$file.jsonl" "$OUT/$file.console.log")
 done
 
+if [ -n "$REPEAT" ]; then
+	python3 "$HERE/selftests/flake_report.py" "${ARGS[@]}"
+	rc=$?
+	echo "$PROG: wall time $(( $(date +%s) - T0 )) s (logs: build/selftests/)"
+	exit $rc
+fi
 python3 "$HERE/selftests/check.py" $VERBOSE --source "$SRC" "${ARGS[@]}"
 rc=$?
 [ ${#FLAKY[@]} -eq 0 ] || echo "$PROG: FLAKY: ${FLAKY[*]}: failed once, $([ $rc = 0 ] && echo passed || echo failed) on the second boot (first attempt: build/selftests/*.try1.*)"

@@ -21,9 +21,15 @@ Writes a gzip'd cpio archive (default build/selftests/overlay.cpio.gz) with
   /labs/selftests/run-selftest     TYPE SECONDS CMD...: prints a begin record,
                                    runs CMD in /tmp (stderr merged, killed after
                                    SECONDS), prints an end record with its status
+  /labs/selftests/stflake          selftests/stflake.c: runs a selftest N times
+                                   under ptrace, records its heap at a fatal signal
+  /labs/selftests/run-flake        the st-flake entry: stflake on the khugepaged
+                                   selftest, as the mmlocks.flake* boot words say
+                                   (selftests.sh --repeat)
   /etc/mmlocks/experiments         labs/kernel/experiments plus one "st-NAME" entry
-                                   per selftest (khugepaged types included), so
-                                   mmlocks.mode=run mmlocks.run=st-... runs them
+                                   per selftest (khugepaged types included) and
+                                   st-flake, so mmlocks.mode=run mmlocks.run=st-...
+                                   runs them
 Appended to the initramfs (the kernel unpacks both; a later file wins). Nothing
 is rebuilt when no input changed. Exit status: 0 written, 1 error, 2 usage.
 EOF
@@ -57,7 +63,7 @@ KHUGEPAGED_TYPES="khugepaged:anon madvise:anon"
 
 hash=$({ "$CC" --version | head -n1; sha256sum "$0" "$KDIR/experiments";
 	for t in "${TESTS[@]}"; do IFS='|' read -r _ src _ <<<"$t"; sha256sum "$ST/$src"; done;
-	sha256sum "$ST/kselftest.h"; } | sed "s|$TOP/||g" | sha256sum | cut -c1-32)
+	sha256sum "$ST/kselftest.h" "$HERE/stflake.c" "$KDIR"/guest/*.[ch]; } | sed "s|$TOP/||g" | sha256sum | cut -c1-32)
 if [ -f "$OUT" ] && [ "$(cat "$OUT.stamp" 2>/dev/null)" = "$hash" ]; then
 	echo "$PROG: up to date: ${OUT#$TOP/}" >&2
 	exit 0
@@ -82,6 +88,29 @@ for t in "${TESTS[@]}"; do
 		die "compile error in the $name selftest ($ST/$src)"
 	fi
 done
+
+# The diagnostic of selftests.sh --repeat, with the guest programs' helpers.
+if ! "$CC" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -I"$KDIR/guest" "$HERE/stflake.c" \
+	"$KDIR"/guest/*.c -o "$WORK/root/labs/selftests/stflake" 2>"$WORK/cc.err"; then
+	cat "$WORK/cc.err" >&2
+	die "compile error in labs/kernel/selftests/stflake.c"
+fi
+cat >"$WORK/root/labs/selftests/run-flake" <<'EOF'
+#!/bin/sh
+# run-flake: stflake on the khugepaged selftest, as the boot words say:
+#   mmlocks.flake=RUNS  mmlocks.flake_type=khugepaged:anon  mmlocks.flake_brk=LO-HI
+runs=1 type=khugepaged:anon brk=
+for w in $(cat /proc/cmdline); do
+	case "$w" in
+	mmlocks.flake=*) runs=${w#*=} ;;
+	mmlocks.flake_type=*) type=${w#*=} ;;
+	mmlocks.flake_brk=*) brk=${w#*=} ;;
+	esac
+done
+cd /tmp && exec /labs/selftests/stflake --runs "$runs" --timeout 600 ${brk:+--brk-window "$brk"} \
+	/labs/selftests/khugepaged "$type"
+EOF
+chmod 755 "$WORK/root/labs/selftests/run-flake"
 
 # region: run-selftest
 cat >"$WORK/root/labs/selftests/run-selftest" <<'EOF'
@@ -110,6 +139,7 @@ chmod 755 "$WORK/root/labs/selftests/run-selftest"
 		IFS='|' read -r name src secs <<<"$t"
 		echo "st-$name  /labs/selftests/run-selftest ${src%.c} $secs /labs/selftests/$name"
 	done
+	echo "st-flake  /labs/selftests/run-flake"
 } >"$WORK/root/etc/mmlocks/experiments"
 
 (cd "$WORK/root" && find etc labs | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -9n) \

@@ -196,6 +196,34 @@ out=$(python3 "$HERE/check.py" --run stock "$W/up-abrt.jsonl" "$W/empty.log" 2>&
 [ $rc = 1 ] && grep -q "failed: proc/read (exit status 134)" <<<"$out" &&
 	ok "check.py: a proc selftest's failed assert() (exit 134) fails" || bad "check.py: proc exit status" "$out"
 
+# ---- stflake and flake_report.py (selftests.sh --repeat) -----------------------------
+if gcc -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -I"$K/guest" "$HERE/stflake.c" "$K"/guest/*.c \
+	-o "$W/stflake" 2>"$W/stflake.err"; then
+	"$W/stflake" --runs 2 --out "$W/fl.out" sh -c 'printf "a\\rstep 7/512..."; exit 3' >"$W/fl-ok.jsonl"; rc=$?
+	expect "stflake: two runs, exit status and last line recorded, exit 0" \
+		"$rc == 0 and len(typed('flake_run', rc=3, signal=0, last='step 7/512...')) == 2 and typed('flake_summary', exited=2)" \
+		"$W/fl-ok.jsonl"
+	"$W/stflake" --out "$W/fl.out" sh -c 'echo "free(): invalid pointer" >&2; kill -ABRT $$' >"$W/fl-abrt.jsonl"; rc=$?
+	expect "stflake: SIGABRT is held for a catch (maps, stack) and then delivered, exit 1" \
+		"$rc == 1 and typed('flake_run', signal=6, caught=6) and typed('flake_maps') and typed('flake_stack') and typed('flake_summary', killed_by_signal=1)" \
+		"$W/fl-abrt.jsonl"
+	out=$(python3 "$HERE/flake_report.py" --run x "$W/fl-abrt.jsonl" 2>&1); rc=$?
+	[ $rc = 1 ] && grep -q "^x: 1 runs (1 execs), signal 6: 1" <<<"$out" && grep -q "invalid pointer" <<<"$out" &&
+		ok "flake_report.py: counts the signal and shows the last line, exit 1" || bad "flake_report.py" "$out"
+	"$W/stflake" --brk-window 1-2 --timeout 1 true >"$W/fl-win.jsonl"; rc=$?
+	expect "stflake: a --brk-window never met ends at --timeout (SIGKILL), exit 1" \
+		"$rc == 1 and typed('flake_run', signal=9) and typed('flake_run')[0]['execs'] > 1" "$W/fl-win.jsonl"
+	wrong=
+	for a in "--runs 0 true" "--brk-window 5-3 true" "--timeout" ""; do
+		# shellcheck disable=SC2086  # each case is a list of words
+		"$W/stflake" $a >/dev/null 2>&1
+		[ $? = 2 ] || wrong="$wrong '$a'"
+	done
+	[ -z "$wrong" ] && ok "stflake: bad arguments exit 2" || bad "stflake: not a usage error (exit 2):$wrong"
+else
+	bad "stflake.c compiles" "$(cat "$W/stflake.err")"
+fi
+
 # ---- mode=probe, mode=shell ---------------------------------------------------------
 dry "mmlocks.mode=probe" "$W/probe.jsonl"
 grep -q '^MMLOCKS-PROBE-OK' "$W/probe.jsonl.console" && ok "probe: prints the marker" || bad "probe: marker" "$(cat "$W/probe.jsonl.console")"

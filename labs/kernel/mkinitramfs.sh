@@ -17,7 +17,7 @@ Builds the initramfs the QEMU guest boots from:
   /init                               (labs/kernel/init)
   /labs/NAME                          (every labs/*/guest/NAME.c, static, linked
                                        with labs/*/guest/NAME/*.c if that exists)
-  /labs/selftests/khugepaged          (6.12 tools/testing/selftests/mm, static)
+  /labs/selftests/khugepaged          (6.12 tools/testing/selftests/mm, static PIE)
   /etc/mmlocks/experiments            (labs/kernel/experiments)
 Archive entries are sorted, owned by root, dated SOURCE_DATE_EPOCH (default 0),
 so the same inputs give the same bytes. When the hash of every input equals
@@ -83,12 +83,20 @@ STDIR=$PRISTINE/tools/testing/selftests/mm
 ST_SRCS=("$STDIR/khugepaged.c" "$STDIR/vm_util.c" "$STDIR/thp_settings.c")
 ST_DEPS=("${ST_SRCS[@]}" "$STDIR/vm_util.h" "$STDIR/thp_settings.h" "$PRISTINE/tools/testing/selftests/kselftest.h")
 for f in "${ST_DEPS[@]}"; do [ -f "$f" ] || die "selftest source $f missing"; done
+# -static-pie, not -static: a non-PIE static program gets its brk heap at a
+# random page up to 1 GiB above .bss, where collapse_compound_extreme's
+# MREMAP_FIXED below BASE_ADDR (1 GiB) can replace it (RUNNING.md, "Known
+# flake"). MMLOCKS_SELFTEST_LINK=-static rebuilds the old binary, which the
+# --brk-window recipes there need.
+ST_LINK=${MMLOCKS_SELFTEST_LINK:--static-pie}
+case $ST_LINK in -static|-static-pie) ;; *) die "MMLOCKS_SELFTEST_LINK=$ST_LINK: use -static or -static-pie" ;; esac
 
 # ---- incremental: hash every input ------------------------------------------
 inputs_hash() {
 	{
 		echo "cc $("$CC" --version | head -n1)"
 		echo "epoch ${SOURCE_DATE_EPOCH:-0}"
+		echo "selftest link $ST_LINK"
 		sha256sum "$HERE/mkinitramfs.sh" "$INIT" "$BUSYBOX" "${ST_DEPS[@]}"
 		[ -f "$EXPERIMENTS" ] && sha256sum "$EXPERIMENTS"
 		for f in "$SHARED_DIR"/*.[ch] "$TOP"/labs/*/guest/*.[ch] "$TOP"/labs/*/guest/*/*.[ch]; do
@@ -160,7 +168,7 @@ done
 # Makefile to provide it); _GNU_SOURCE must be defined before any libc header
 # or mremap()/memfd_create() are implicitly declared and return int.
 printf '#define _GNU_SOURCE\n#include "kselftest.h"\n' >"$WORK/prelude.h"
-if ! "$CC" -static -O2 -Wall -U_FORTIFY_SOURCE -include "$WORK/prelude.h" \
+if ! "$CC" "$ST_LINK" -O2 -Wall -U_FORTIFY_SOURCE -include "$WORK/prelude.h" \
 	-I"$PRISTINE/tools/testing/selftests" \
 	-isystem "$PRISTINE/tools/include/uapi" -isystem "$PRISTINE/tools/include" \
 	"${ST_SRCS[@]}" -o "$ROOT/labs/selftests/khugepaged" 2>"$WORK/cc.err"; then

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,43 +124,6 @@ static void trace_line(void *arg, const char *line)
 
 static struct mg_trace_pipe tpipe = { trace_line, NULL, 0 };
 
-/* ---- CPU placement ----------------------------------------------------- */
-
-/*
- * khugepaged calls cond_resched() for every VMA while it holds mmap_lock.
- * If this program's threads (trace reader, writer, poller) wake on its
- * CPU, khugepaged yields to them with the lock held and the hold we
- * measure includes our own work. So khugepaged gets the last CPU and we
- * get the others; its old mask is put back by the restorer.
- */
-static pid_t pinned_pid;
-static cpu_set_t pinned_old;
-
-static void unpin(void)
-{
-	if (pinned_pid > 0)
-		sched_setaffinity(pinned_pid, sizeof(pinned_old), &pinned_old);
-}
-
-static int pin_cpus(pid_t kthread)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	cpu_set_t k, self;
-
-	if (n < 2 || sched_getaffinity(kthread, sizeof(pinned_old), &pinned_old))
-		return -1;
-	CPU_ZERO(&k);
-	CPU_SET((int)n - 1, &k);
-	CPU_ZERO(&self);
-	for (int i = 0; i < n - 1; i++)
-		CPU_SET(i, &self);
-	pinned_pid = kthread;
-	mg_on_restore(unpin);
-	if (sched_setaffinity(kthread, sizeof(k), &k) || sched_setaffinity(0, sizeof(self), &self))
-		return -1;
-	return (int)n - 1;
-}
-
 /* ---- helpers ---------------------------------------------------------- */
 
 static long long khp(const char *name)
@@ -232,12 +194,14 @@ static int set_config(int c)
  * reads the knobs once per khugepaged_scan_mm_slot() call (the steal
  * policy at each retake), so the scan under way at the switch is a
  * mixture: report_cut() drops it. For the whole-window figures a hold
- * counts in the window in which it was acquired, a writer's wait in the
- * one in which it began. 0, or an exit code.
+ * counts in the window in which it was acquired; a writer's wait or
+ * mmap()/munmap() call only from the window's first scan boundary on,
+ * because before it the writer may wait for a walk begun in the window
+ * before. 0, or an exit code.
  */
 static int window(int c)
 {
-	size_t s;
+	size_t s, nb;
 	long long s0, st0, ns0, fs;
 	uint64_t start, deadline;
 	bool enough = false, opened;
@@ -257,7 +221,6 @@ static int window(int c)
 		mg_error(EXP, "out of memory for the windows");
 		return MG_EXIT_FAIL;
 	}
-	__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 	deadline = start + (uint64_t)opt.timeout * 1000000000ull;
 	while (!enough && !mg_stop_signal && mg_now_ns() < deadline) {
 		/* Stamped after the read: a step it shows came before t. */
@@ -273,9 +236,12 @@ static int window(int c)
 		 * trylock, not a scan, may have caused it.
 		 */
 		pthread_mutex_lock(&win_lock);
-		enough = report_bounds(&R, s, __atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE), NULL, NULL,
-				       0) >= (size_t)opt.scans + 1;
+		nb = report_bounds(&R, s, __atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE), NULL, NULL, 0);
 		pthread_mutex_unlock(&win_lock);
+		enough = nb >= (size_t)opt.scans + 1;
+		/* The writer's own latencies count from the first boundary on, as its waits do. */
+		if (nb >= 1)
+			__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 		/* Short: the poller's lag must stay well below one walk. */
 		mg_sleep_us(2000);
 	}

@@ -54,6 +54,7 @@ void holds_free(struct holds *h)
 	tlog_free(&h->fails);
 	tlog_free(&h->stops);
 	tlog_free(&h->irqs);
+	tlog_free(&h->wwaits);
 }
 
 bool holds_open(struct holds *h, int cfg, uint64_t ts)
@@ -210,7 +211,6 @@ static void writer_line(struct holds *h, const char *line)
 {
 	const char *st = strstr(line, ": mmap_lock_start_locking:");
 	const char *acq = st ? NULL : strstr(line, ": mmap_lock_acquire_returned:");
-	struct span *s;
 	uint64_t ts;
 
 	if ((!st && !acq) || !strstr(line, "write=true") || !mg_trace_ts(line, (st ? st : acq) + 1, &ts))
@@ -218,10 +218,8 @@ static void writer_line(struct holds *h, const char *line)
 	if (st) {
 		h->wstart = ts;
 	} else if (h->wstart) {
-		if (strstr(acq, "success=true") && (s = span_of(h, h->wstart))) {
-			mg_lat_add(&h->win[s->cfg].wwait, ts - h->wstart);
-			s->wwait_max = ts - h->wstart > s->wwait_max ? ts - h->wstart : s->wwait_max;
-		}
+		if (strstr(acq, "success=true"))
+			tlog_add(&h->wwaits, h->wstart, ts - h->wstart);
 		h->wstart = 0;
 	}
 }
@@ -278,6 +276,20 @@ void holds_line(struct holds *h, const char *line)
 	}
 }
 /* endregion: hold-pairing */
+
+void holds_writer_waits(struct holds *h, size_t s, uint64_t from)
+{
+	struct span *sp = &h->span[s];
+
+	for (size_t i = 0; i < h->wwaits.n; i++) {
+		uint64_t t = h->wwaits.v[i][0], len = h->wwaits.v[i][1];
+
+		if (t < from || t < sp->start || t >= sp->end)
+			continue;
+		mg_lat_add(&h->win[sp->cfg].wwait, len);
+		sp->wwait_max = len > sp->wwait_max ? len : sp->wwait_max;
+	}
+}
 
 uint64_t holds_stopped_in(const struct holds *h, uint64_t a, uint64_t b, size_t *g)
 {

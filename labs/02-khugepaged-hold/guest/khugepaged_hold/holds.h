@@ -31,7 +31,7 @@ void tlog_free(struct tlog *l);
 /* What the trace shows of one configuration, summed over its windows. */
 struct window {
 	struct mg_lat rhold;       /* khugepaged's read holds by acquire time, ns */
-	struct mg_lat wwait;       /* the writer's waits, start_locking -> acquire_returned, ns */
+	struct mg_lat wwait;       /* the writer's waits (holds_writer_waits()), ns */
 	uint64_t whold_max;        /* longest write hold (collapse_huge_page), ns */
 	long long failed_trylocks; /* mmap_read_trylock() failures */
 	long long gaps[HOLDS_GAP_BINS]; /* walk gaps by start time */
@@ -46,7 +46,7 @@ struct window {
 struct span {
 	uint64_t start, end;
 	int cfg;
-	uint64_t wwait_max; /* the writer's longest wait that began in it, ns */
+	uint64_t wwait_max; /* the writer's longest wait counted in it, ns */
 };
 
 struct holds {
@@ -57,6 +57,7 @@ struct holds {
 	struct tlog fails; /* (time, 0) of every failed trylock */
 	struct tlog stops; /* (start, length) of each piece of a stop taken out */
 	struct tlog irqs;  /* (start, length) of khugepaged's CPU in interrupt handlers */
+	struct tlog wwaits; /* (start, length) of the writer's waits: start_locking -> acquire_returned */
 	uint64_t keep_ns;  /* kept of a stop as work; gaps of >= 2 * keep_ns are stops */
 	uint64_t last_ts;  /* timestamp of the newest mmap_lock event seen */
 	uint64_t rheld, wheld; /* acquire time of the hold open now, 0: none */
@@ -92,6 +93,13 @@ void holds_line(struct holds *h, const char *line);
  * forward.
  */
 uint64_t holds_stopped_in(const struct holds *h, uint64_t a, uint64_t b, size_t *g);
+
+/*
+ * Count the writer's waits that began in window s from `from` on (its
+ * first scan boundary: a wait before it may be behind a hold begun in the
+ * window before) in the configuration's wwait and the window's wwait_max.
+ */
+void holds_writer_waits(struct holds *h, size_t s, uint64_t from);
 
 /* One scan: its longest read hold, as traced and with stops taken out. */
 struct scan {

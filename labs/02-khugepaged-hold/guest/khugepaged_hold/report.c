@@ -67,6 +67,8 @@ void report_cut(struct run *r)
 		size_t nb = report_bounds(r, s, UINT64_MAX, b, nsc, MAXB), n;
 
 		nb = nb < MAXB ? nb : MAXB;
+		if (nb)
+			holds_writer_waits(&r->H, s, b[0]);
 		for (size_t j = 0; j < nb; j++)
 			r->completed[c] += nsc[j];
 		n = MAXB - r->nscan[c] < (size_t)r->scans ? MAXB - r->nscan[c] : (size_t)r->scans;

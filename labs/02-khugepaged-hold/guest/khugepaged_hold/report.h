@@ -9,6 +9,7 @@
 #include "holds.h"
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define EXP "khugepaged-hold"
 #define MAXB 128 /* scans kept per configuration; > 1 + --rounds * --scans */
@@ -50,5 +51,12 @@ void report_cut(struct run *r);
 /* The sample record of configuration c; the summaries (after report_cut()). */
 void report_sample(struct run *r, int c);
 void report_summaries(struct run *r);
+
+/*
+ * pin.c: put kthread (khugepaged) alone on the last CPU and this process
+ * on the others, its old mask restored by mg_restore_all(). The CPU
+ * khugepaged got, or -1.
+ */
+int pin_cpus(pid_t kthread);
 
 #endif

@@ -258,18 +258,22 @@ Test(holds, the_writers_waits_are_paired_by_pid)
 	wwait(1 * S + 10 * MS, 1 * S + 14 * MS);
 	wwait(2 * S - 1 * MS, 2 * S + 2 * MS); /* began in window 0 */
 	wwait(2 * S + 5 * MS, 2 * S + 5 * MS + 300 * US);
-	cr_assert_eq(h.win[0].wwait.count, 0, "no writer pid set yet");
+	cr_assert_eq(h.wwaits.n, 0, "no writer pid set yet");
 	h.writer_pid = 77;
 	wwait(1 * S + 10 * MS, 1 * S + 14 * MS);
 	wwait(2 * S - 1 * MS, 2 * S + 2 * MS);
 	wwait(2 * S + 5 * MS, 2 * S + 5 * MS + 300 * US);
+	wwait(2 * S + 6 * MS, 2 * S + 9 * MS);
 	line_pid("khugepaged_hold", 77, 2 * S + 9 * MS, "mmap_lock_start_locking: " MM " write=false");
 	line_pid("khugepaged_hold", 77, 2 * S + 19 * MS, "mmap_lock_acquire_returned: " MM " write=false success=true");
+	cr_assert_eq(h.wwaits.n, 4, "read acquisitions are not writer waits");
+	holds_writer_waits(&h, 0, 1 * S);
+	holds_writer_waits(&h, 1, 2 * S + 5 * MS + 500 * US); /* the window's first boundary */
 	cr_assert_eq(h.win[0].wwait.count, 2);
 	cr_assert_eq(h.win[0].wwait.max, 4 * MS);
-	cr_assert_eq(h.win[1].wwait.count, 1, "read acquisitions are not writer waits");
+	cr_assert_eq(h.win[1].wwait.count, 1, "a wait before the first boundary is left out");
 	cr_assert_eq(h.span[0].wwait_max, 4 * MS);
-	cr_assert_eq(h.span[1].wwait_max, 300 * US);
+	cr_assert_eq(h.span[1].wwait_max, 3 * MS);
 	cr_assert_eq(h.holds.n, 0, "the writer's lines are not khugepaged's");
 }
 

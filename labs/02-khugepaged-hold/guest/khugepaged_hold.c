@@ -194,10 +194,10 @@ static int set_config(int c)
  * reads the knobs once per khugepaged_scan_mm_slot() call (the steal
  * policy at each retake), so the scan under way at the switch is a
  * mixture: report_cut() drops it. For the whole-window figures a hold
- * counts in the window in which it was acquired; a writer's wait or
- * mmap()/munmap() call only from the window's first scan boundary on,
- * because before it the writer may wait for a walk begun in the window
- * before. 0, or an exit code.
+ * counts in the window in which it was acquired; a writer's wait only
+ * from the window's first scan boundary on, its mmap()/munmap() calls
+ * from the first step of full_scans on, because before that the writer
+ * may wait for a walk begun in the window before. 0, or an exit code.
  */
 static int window(int c)
 {
@@ -239,8 +239,13 @@ static int window(int c)
 		nb = report_bounds(&R, s, __atomic_load_n(&trace_last_ts, __ATOMIC_ACQUIRE), NULL, NULL, 0);
 		pthread_mutex_unlock(&win_lock);
 		enough = nb >= (size_t)opt.scans + 1;
-		/* The writer's own latencies count from the first boundary on, as its waits do. */
-		if (nb >= 1)
+		/*
+		 * The writer's own latencies count from the first step of
+		 * full_scans on: the call begun before the switch has ended
+		 * by then. (Not from the first boundary, which waits for the
+		 * trace reader: it may lag by a whole window.)
+		 */
+		if (R.obs[s].n >= 2)
 			__atomic_store_n(&phase, c, __ATOMIC_RELEASE);
 		/* Short: the poller's lag must stay well below one walk. */
 		mg_sleep_us(2000);

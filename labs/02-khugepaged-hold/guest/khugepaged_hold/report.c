@@ -302,7 +302,8 @@ void report_summaries(struct run *r)
 		   CFG_STEAL, CFG_NOSTEAL, "no figure: the seed's reason for a nosteal retake", 2);
 
 	summary_start(&j, r, "writer worst mmap/munmap latency (cross-check)", CFG_STOCK, CFG_NOSTEAL, wb, wa,
-		      "stalls \"of a similar duration\" reduced (no figure)", 10, valid);
+		      "stalls \"of a similar duration\" reduced (no figure)", 10,
+		      valid && r->wlat[CFG_STOCK].count && r->wlat[CFG_NOSTEAL].count);
 	mgj_emit(&j);
 }
 /* endregion: summary */

@@ -19,10 +19,9 @@ static struct holds h;
 static void setup(void)
 {
 	holds_init(&h, 500 * US); /* --stall-us 500: stops from 500 us, 250 us kept */
-	h.win[0].start = 1 * S;
-	h.win[0].end = 2 * S;
-	h.win[1].start = 2 * S;
-	h.win[1].end = UINT64_MAX;
+	holds_open(&h, 0, 1 * S);
+	holds_close(&h, 2 * S);
+	holds_open(&h, 1, 2 * S);
 }
 
 static void teardown(void)
@@ -30,13 +29,33 @@ static void teardown(void)
 	holds_free(&h);
 }
 
-static void line(const char *task, uint64_t ns, const char *event)
+static void line_pid(const char *task, int pid, uint64_t ns, const char *event)
 {
 	char buf[256];
 
-	snprintf(buf, sizeof(buf), "%16s-29      [001] .....  %5llu.%06llu: %s", task,
+	snprintf(buf, sizeof(buf), "%16s-%-6d [001] .....  %5llu.%06llu: %s", task, pid,
 		 (unsigned long long)(ns / S), (unsigned long long)(ns % S / US), event);
 	holds_line(&h, buf);
+}
+
+static void line(const char *task, uint64_t ns, const char *event)
+{
+	line_pid(task, 29, ns, event);
+}
+
+/* An interrupt handler on khugepaged's CPU, [a, b). */
+static void irq(uint64_t a, uint64_t b)
+{
+	line("khugepaged", a, "local_timer_entry: vector=236");
+	line("khugepaged", b, "local_timer_exit: vector=236");
+}
+
+/* The writer (pid 77): one write wait [a, b). */
+static void wwait(uint64_t a, uint64_t b)
+{
+	line_pid("khugepaged_hold", 77, a, "mmap_lock_start_locking: " MM " write=true");
+	line_pid("khugepaged_hold", 77, b, "mmap_lock_acquire_returned: " MM " write=true success=true");
+	line_pid("khugepaged_hold", 77, b + 10 * US, "mmap_lock_released: " MM " write=true");
 }
 
 static void acq(uint64_t ns, bool write, bool ok)
@@ -200,4 +219,75 @@ Test(holds, holds_are_cut_into_scans_by_release_time)
 	cr_assert_eq(sc[1].count, 2);
 	cr_assert_eq(sc[1].max, 200 * US);
 	cr_assert_eq(holds_cut(&h, b, 3, sc, 1), 1, "at most cap scans");
+}
+
+Test(holds, the_interrupts_inside_a_stop_stay_in_the_hold)
+{
+	uint64_t b[] = { 1 * S, 1 * S + 500 * MS }, t = 1 * S + 100 * MS;
+	struct scan sc[1];
+
+	acq(t, false, true);
+	irq(t + 1 * MS, t + 1200 * US); /* in the kept 250 us: no change */
+	irq(t + 2 * MS, t + 2500 * US); /* 500 us inside the part taken out */
+	line("khugepaged", t + 2600 * US, "softirq_entry: vec=1 [action=TIMER]");
+	line("khugepaged", t + 2700 * US, "tasklet_entry: tasklet=x"); /* nested */
+	line("khugepaged", t + 2800 * US, "tasklet_exit: tasklet=x");
+	line("khugepaged", t + 2900 * US, "softirq_exit: vec=1 [action=TIMER]");
+	gap(t + 1 * MS, 3 * MS);      /* [1, 4) ms; taken out: [1.25, 4) less irqs */
+	rel(t + 5 * MS, false);
+	cr_assert_eq(h.irqs.n, 3, "the nested tasklet is inside the softirq");
+	cr_assert_eq(h.win[0].stop_ns, (2750 - 500 - 300) * US);
+	cr_assert_eq(h.win[0].stop_gap_ns, 3 * MS);
+	cr_assert_eq(h.win[0].stop_irq_ns, (200 + 500 + 300) * US);
+	cr_assert_eq(h.stops.n, 3, "pieces between the interrupts");
+	cr_assert_eq(holds_cut(&h, b, 2, sc, 1), 1);
+	cr_assert_eq(sc[0].net, 5 * MS - (2750 - 800) * US);
+}
+
+Test(holds, an_interrupt_covering_a_whole_stop_takes_nothing_out)
+{
+	irq(1 * S + 10 * MS, 1 * S + 20 * MS);
+	gap(1 * S + 11 * MS, 2 * MS);
+	cr_assert_eq(h.win[0].stops, 1);
+	cr_assert_eq(h.win[0].stop_ns, 0);
+	cr_assert_eq(h.stops.n, 0);
+}
+
+Test(holds, the_writers_waits_are_paired_by_pid)
+{
+	wwait(1 * S + 10 * MS, 1 * S + 14 * MS);
+	wwait(2 * S - 1 * MS, 2 * S + 2 * MS); /* began in window 0 */
+	wwait(2 * S + 5 * MS, 2 * S + 5 * MS + 300 * US);
+	cr_assert_eq(h.wwaits.n, 0, "no writer pid set yet");
+	h.writer_pid = 77;
+	wwait(1 * S + 10 * MS, 1 * S + 14 * MS);
+	wwait(2 * S - 1 * MS, 2 * S + 2 * MS);
+	wwait(2 * S + 5 * MS, 2 * S + 5 * MS + 300 * US);
+	wwait(2 * S + 6 * MS, 2 * S + 9 * MS);
+	line_pid("khugepaged_hold", 77, 2 * S + 9 * MS, "mmap_lock_start_locking: " MM " write=false");
+	line_pid("khugepaged_hold", 77, 2 * S + 19 * MS, "mmap_lock_acquire_returned: " MM " write=false success=true");
+	cr_assert_eq(h.wwaits.n, 4, "read acquisitions are not writer waits");
+	holds_writer_waits(&h, 0, 1 * S);
+	holds_writer_waits(&h, 1, 2 * S + 5 * MS + 500 * US); /* the window's first boundary */
+	cr_assert_eq(h.win[0].wwait.count, 2);
+	cr_assert_eq(h.win[0].wwait.max, 4 * MS);
+	cr_assert_eq(h.win[1].wwait.count, 1, "a wait before the first boundary is left out");
+	cr_assert_eq(h.span[0].wwait_max, 4 * MS);
+	cr_assert_eq(h.span[1].wwait_max, 3 * MS);
+	cr_assert_eq(h.holds.n, 0, "the writer's lines are not khugepaged's");
+}
+
+Test(holds, windows_of_one_configuration_add_up)
+{
+	holds_close(&h, 3 * S);
+	holds_open(&h, 0, 4 * S);
+	hold(1 * S + 1 * MS, 1 * S + 2 * MS);
+	hold(3 * S + 1 * MS, 3 * S + 2 * MS); /* between windows */
+	hold(4 * S + 1 * MS, 4 * S + 3 * MS);
+	cr_assert_eq(h.win[0].rhold.count, 2);
+	cr_assert_eq(h.win[0].rhold.max, 2 * MS);
+	cr_assert_eq(h.win[1].rhold.count, 0);
+	cr_assert_eq(h.win[0].seconds_ns, 1 * S);
+	cr_assert_eq(h.win[1].seconds_ns, 1 * S);
+	cr_assert(!holds_open(&h, HOLDS_CFGS, 5 * S), "no such configuration");
 }

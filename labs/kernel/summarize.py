@@ -312,7 +312,7 @@ def plot(e, rundir):
                 for i in range(max(len(before), len(after))):
                     b = before[i] if i < len(before) else "NaN"
                     a = after[i] if i < len(after) else "NaN"
-                    t = traced[i] if traced else "NaN"
+                    t = traced[i] if traced and i < len(traced) else "NaN"
                     r = base[i] if base and i < len(base) else "NaN"
                     f.write("%d %s %s %s %s\n" % (i + 1, b, a, t, r))
             svg = os.path.join(rundir, e.name + ".svg")

@@ -28,7 +28,11 @@ boots it twice under timeouts:
      smaps_rollup_vma_lock switch flipped 0/1 and every rwsem_steal_policy),
      deferred_split --stress for S/2 seconds (partial THP unmaps by 2
      threads per vCPU racing deferred_split_scan(), run by drop_caches,
-     while deferred_split_early_check flips 0/1), then every experiment
+     while deferred_split_early_check flips 0/1), uprobe_scale --stress for
+     S/2 seconds (uprobe hits through two mappings of the probed page while
+     one is remapped, other mappings churn, children fork and hit the probe,
+     uprobe_speculate flips every 200 ms and the uprobe is unregistered and
+     registered again every second), then every experiment
      of labs/kernel/experiments with --quick;
   2. mmlocks.mode=selftests: the 6.12 khugepaged selftest (khugepaged:anon)
      with the knobs at their defaults.
@@ -90,6 +94,7 @@ mkdir -p "$OUT/overlay/etc/mmlocks"
 	echo "smaps-stress  /labs/smaps_stress --seconds $STRESS --vmas 4000 --life-ms 1500"
 	echo "remote-stress  /labs/remote_stress --seconds $RSTRESS --life-ms 1000"
 	echo "deferred-split-stress  /labs/deferred_split --stress $DS_STRESS --timeout $((DS_STRESS + 300))"
+	echo "uprobe-stress  /labs/uprobe_scale --stress $DS_STRESS --timeout 300"
 } >"$OUT/overlay/etc/mmlocks/experiments"
 # Linux unpacks concatenated archives in order; a later file replaces an
 # earlier one of the same name.
@@ -100,7 +105,7 @@ INITRD=$OUT/initramfs.cpio.gz
 } >"$INITRD.tmp" && mv "$INITRD.tmp" "$INITRD" || die "writing $INITRD failed"
 
 # The other stresses first: smaps-stress reads lockdep's debug_locks at its end.
-RUN=remote-stress,deferred-split-stress,smaps-stress,$EXPS
+RUN=remote-stress,deferred-split-stress,uprobe-stress,smaps-stress,$EXPS
 nexp=$(echo "$RUN" | tr , '\n' | grep -c .)
 GTMO=$(( (STRESS > RSTRESS ? STRESS : RSTRESS) + 600 ))   # per program, in the guest
 fails=0
@@ -142,7 +147,7 @@ splats experiments
 python3 - "$OUT/experiments.jsonl" "$RUN" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 path, names = sys.argv[1], [n for n in sys.argv[2].split(",") if n]
-ends, summary, remote, ds = {}, {}, {}, {}
+ends, summary, remote, ds, up = {}, {}, {}, {}, {}
 for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
     try:
         r = json.loads(line.strip("\0\r "))
@@ -156,6 +161,8 @@ for line in open(path, "rb").read().decode("utf-8", "replace").splitlines():
         remote.update(r)
     if r.get("type") == "stress" and r.get("experiment") == "deferred-split":
         ds = r
+    if r.get("type") == "stress" and r.get("experiment") == "uprobe-speculation":
+        up = r
 bad = 0
 for n in names:
     e = ends.get(n)
@@ -179,7 +186,7 @@ if remote:
 # Lockdep must still be on after the stress: it switches itself off at its first report.
 dl = summary.get("lockdep_debug_locks")
 bad += dl != 1
-print("%-5s lockdep still on after remote-stress, deferred-split-stress and smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
+print("%-5s lockdep still on after remote-, deferred-split-, uprobe- and smaps-stress (debug_locks=%s)" % ("ok" if dl == 1 else "FAIL", dl))
 # deferred-split-stress: the shrinker must have split folios while the knob flipped.
 dsk = ("knob_flips", "drop_caches", "cycles", "deferred_split_partial_unmaps",
        "deferred_split_lock_taken", "thp_deferred_split_page", "thp_split_page")
@@ -187,6 +194,14 @@ ok = ds.get("exercised") is True
 bad += not ok
 print("%-5s deferred-split-stress exercised the race: %s" % ("ok" if ok else "FAIL",
       ", ".join("%s=%s" % (k, ds.get(k)) for k in dsk) if ds else "no stress record"))
+# uprobe-stress: both lookup paths ran while mappings, forks, the switch and the uprobe changed.
+upk = ("hits", "alias_remaps", "churn_cycles", "forks", "switch_flips", "reregistrations",
+       "uprobe_speculate_attempt", "uprobe_speculate_success", "uprobe_speculate_fail_begin",
+       "uprobe_speculate_fail_lookup", "uprobe_speculate_fail_retry", "uprobe_mmap_locked")
+ok = up.get("exercised") is True
+bad += not ok
+print("%-5s uprobe-stress exercised both lookup paths: %s" % ("ok" if ok else "FAIL",
+      ", ".join("%s=%s" % (k, up.get(k)) for k in upk) if up else "no stress record"))
 sys.exit(1 if bad else 0)
 EOF
 [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))

@@ -18,10 +18,11 @@ FULL_SETTINGS=(
 	"khugepaged_skip_batch=0|khugepaged_skip_batch=0"
 	"access_remote_vm_vma_lock=0|access_remote_vm_vma_lock=0"
 	"deferred_split_early_check=0|deferred_split_early_check=0"
+	"uprobe_speculate=0|uprobe_speculate=0"
 )
 QUICK_SETTINGS=(
 	"defaults|"
-	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0,access_remote_vm_vma_lock=0,deferred_split_early_check=1"
+	"all-stock|rwsem_steal_policy=0,khugepaged_per_slot_cursor=0,khugepaged_skip_batch=0,smaps_rollup_vma_lock=0,access_remote_vm_vma_lock=0,deferred_split_early_check=1,uprobe_speculate=0"
 )
 # Selftests, as the st-NAME entries of the overlay's experiments list.
 PROC_TESTS=st-proc-pid-vm,st-read,st-proc-self-map-files-001,st-proc-self-map-files-002
@@ -40,7 +41,7 @@ proc-pid-vm, read, proc-self-map-files-001/002, selftests/mm mremap_test.
   full (make kernel-selftests): every one of them under defaults,
       rwsem_steal_policy=0, rwsem_steal_policy=2, khugepaged_per_slot_cursor=0,
       khugepaged_skip_batch=0, access_remote_vm_vma_lock=0,
-      deferred_split_early_check=0 (the pre-fix path)
+      deferred_split_early_check=0 (the pre-fix path), uprobe_speculate=0
   --quick (make test): khugepaged:anon and the proc selftests, under the
       defaults and with every knob at its stock value (0;
       deferred_split_early_check: 1, since 6.12 as shipped has the check)

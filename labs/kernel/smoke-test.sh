@@ -58,7 +58,7 @@ import json, re, sys
 res, con, qrc, progs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 KNOBS = ["rwsem_steal_policy", "khugepaged_per_slot_cursor", "khugepaged_skip_batch",
          "smaps_rollup_vma_lock", "access_remote_vm_vma_lock",
-         "deferred_split_early_check"]
+         "deferred_split_early_check", "uprobe_speculate"]
 LOCKEV = ["rwsem_rlock_steal", "rwsem_rlock", ".reset_counts"]
 TRACE = ["mmap_lock_start_locking", "mmap_lock_acquire_returned", "mmap_lock_released"]
 fails = 0

@@ -1,0 +1,166 @@
+/* uprobe_scale: the probed function, its tracefs uprobe, patch 0011's switch and counters. */
+#define _GNU_SOURCE
+#include "probe.h"
+#include "mmlocks_guest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* push/mov/lea/pop/ret, 64-byte aligned: never across a page boundary. */
+__asm__(".pushsection .text\n"
+	".p2align 6\n"
+	".globl us_probed\n"
+	".type us_probed, @function\n"
+	"us_probed:\n"
+	"\tpush %rbp\n"
+	"\tmov %rsp, %rbp\n"
+	"\tlea 1(%rdi), %rax\n"
+	"\tpop %rbp\n"
+	"\tret\n"
+	".size us_probed, .-us_probed\n"
+	".popsection\n");
+
+const char *const us_counter_names[US_NR] = {
+	"uprobe_speculate_attempt", "uprobe_speculate_success", "uprobe_speculate_fail_begin",
+	"uprobe_speculate_fail_lookup", "uprobe_speculate_fail_retry", "uprobe_mmap_locked",
+};
+
+static char cnt_path[US_NR][128];
+
+static const char *counter_path(int i)
+{
+	if (!cnt_path[i][0])
+		snprintf(cnt_path[i], sizeof(cnt_path[i]), MG_KNOBS "/%s", us_counter_names[i]);
+	return cnt_path[i];
+}
+
+bool us_counters_reset(void)
+{
+	for (int i = 0; i < US_NR; i++)
+		if (mg_write_file(counter_path(i), "0"))
+			return false;
+	return true;
+}
+
+bool us_counters_read(long long v[US_NR])
+{
+	for (int i = 0; i < US_NR; i++)
+		if (mg_read_ll(counter_path(i), &v[i]))
+			return false;
+	return true;
+}
+
+/* region: maps-line */
+bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *path, size_t n)
+{
+	unsigned long lo, hi, pgoff;
+	char perms[8];
+	int pos = 0;
+
+	if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &pgoff, &pos) != 4 || !pos)
+		return false;
+	if (addr < lo || addr >= hi || line[pos] != '/')
+		return false;
+	if (strcspn(line + pos, "\n") >= n)
+		return false;
+	snprintf(path, n, "%.*s", (int)strcspn(line + pos, "\n"), line + pos);
+	*off = pgoff + (addr - lo);
+	return true;
+}
+/* endregion: maps-line */
+
+bool us_find_target(struct us_target *t)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	bool found = false;
+
+	memset(t, 0, sizeof(*t));
+	t->addr = (uintptr_t)&us_probed;
+	if (!f) {
+		mg_error(US_EXP, "cannot open /proc/self/maps: %s", strerror(errno));
+		return false;
+	}
+	while (!found && fgets(line, sizeof(line), f))
+		found = us_maps_line(line, t->addr, &t->file_off, t->path, sizeof(t->path));
+	fclose(f);
+	if (!found)
+		mg_error(US_EXP, "us_probed() (%#" PRIxPTR ") is not in a file mapping of /proc/self/maps",
+			 t->addr);
+	return found;
+}
+
+/* ---- tracefs ------------------------------------------------------------ */
+
+static const char *tdir;
+static char ev_path[160], en_path[200];
+
+const char *us_tracefs(void)
+{
+	static const char *const dirs[] = { MG_TRACING, "/sys/kernel/debug/tracing" };
+
+	for (size_t i = 0; !tdir && i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "%s/uprobe_events", dirs[i]);
+		if (mg_exists(p))
+			tdir = dirs[i];
+	}
+	return tdir;
+}
+
+/* write(2) of s to path, appending (O_TRUNC would clear every uprobe); 0 or -errno. */
+static int append(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC), e = 0;
+	size_t len = strlen(s);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, len) != (ssize_t)len)
+		e = -errno;
+	close(fd);
+	return e;
+}
+
+int us_probe_enable(bool on)
+{
+	return append(en_path, on ? "1" : "0");
+}
+
+void us_probe_remove(void)
+{
+	if (!ev_path[0])
+		return;
+	append(en_path, "0");
+	append(ev_path, "-:" US_GROUP "/" US_EVENT);
+}
+
+bool us_probe_add(const struct us_target *t)
+{
+	char def[400];
+	int e;
+
+	if (!us_tracefs()) {
+		mg_error(US_EXP, "no uprobe_events in %s or /sys/kernel/debug/tracing: "
+			 "this kernel lacks CONFIG_UPROBE_EVENTS", MG_TRACING);
+		return false;
+	}
+	snprintf(ev_path, sizeof(ev_path), "%s/uprobe_events", tdir);
+	snprintf(en_path, sizeof(en_path), "%s/events/" US_GROUP "/" US_EVENT "/enable", tdir);
+	us_probe_remove(); /* a previous run's, if it died without cleaning up */
+	snprintf(def, sizeof(def), "p:" US_GROUP "/" US_EVENT " %s:%#lx\n", t->path, t->file_off);
+	e = append(ev_path, def);
+	if (e) {
+		ev_path[0] = 0;
+		mg_error(US_EXP, "cannot define the uprobe (%.*s) in %s: %s",
+			 (int)strcspn(def, "\n"), def, "uprobe_events", strerror(-e));
+		return false;
+	}
+	mg_on_restore(us_probe_remove);
+	return true;
+}

@@ -1,0 +1,72 @@
+/* uprobe_scale: the probed function, its tracefs uprobe, patch 0011's switch and counters. */
+#ifndef US_PROBE_H
+#define US_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define US_EXP "uprobe-speculation"
+#define US_KNOB MG_KNOBS "/uprobe_speculate"
+#define US_GROUP "mmlocks"
+#define US_EVENT "spec"
+
+/*
+ * The function the hitter threads call and the uprobe sits on: a few
+ * instructions in .text, written in assembly so that its first instruction
+ * is `push %rbp`, which 6.12's x86 uprobes emulate (push_setup_xol_ops()):
+ * a hit is one trap, with no single-step out of line. It returns x + 1 and
+ * is position-independent, so it also runs from another mapping of the
+ * same file page (the --stress alias).
+ */
+long us_probed(long x);
+typedef long (*us_fn)(long);
+
+/* patch 0011's counters, /sys/kernel/debug/mmlocks/<name> */
+enum us_counter {
+	US_ATTEMPT, US_SUCCESS, US_FAIL_BEGIN, US_FAIL_LOOKUP, US_FAIL_RETRY, US_MMAP_LOCKED, US_NR
+};
+extern const char *const us_counter_names[US_NR];
+bool us_counters_reset(void);
+bool us_counters_read(long long v[US_NR]);
+
+/* Where us_probed() lives: the file mapped there and its offset in it. */
+struct us_target {
+	char path[256];
+	unsigned long file_off;
+	uintptr_t addr;
+};
+
+/*
+ * One /proc/self/maps line: if it maps addr from a file, the file offset of
+ * addr and the path. False for other lines, anonymous mappings and junk.
+ */
+bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *path, size_t n);
+/* Find us_probed() in /proc/self/maps; false after an error record. */
+bool us_find_target(struct us_target *t);
+
+/*
+ * The tracefs directory with uprobe_events (/sys/kernel/tracing, else
+ * debugfs' tracing/), or NULL: a kernel without CONFIG_UPROBE_EVENTS.
+ */
+const char *us_tracefs(void);
+/*
+ * Define "p:mmlocks/spec PATH:0xOFF" in uprobe_events (disabled) and make
+ * mg_restore_all() remove it. Removes a stale definition of a previous run
+ * first. False after an error record.
+ */
+bool us_probe_add(const struct us_target *t);
+/* Enable (uprobe_register) or disable (unregister) the event. 0 or -errno. */
+int us_probe_enable(bool on);
+/* Disable and delete the event; async-signal-safe, idempotent. */
+void us_probe_remove(void);
+
+/*
+ * --stress: `hitters` threads hit the probe for `seconds` while the mappings
+ * around it change, children fork, the switch flips and the uprobe comes
+ * and goes. Emits one "stress" record; false if it failed or was not
+ * exercised.
+ */
+bool us_stress(const struct us_target *t, int hitters, long long seconds);
+
+#endif

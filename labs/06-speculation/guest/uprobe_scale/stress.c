@@ -1,0 +1,161 @@
+/* uprobe_scale --stress: uprobe hits against remaps, VMA churn, forks, switch flips and re-registration (for debug kernels). */
+#define _GNU_SOURCE
+#include "probe.h"
+#include "mmlocks_guest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_HITTERS 128
+#define PG 4096ul
+
+static volatile int stop;
+static void *alias;          /* a second private mapping of the probed page */
+static us_fn alias_fn;       /* us_probed() in it */
+static int fd = -1;
+static off_t alias_off;
+static long long hits[MAX_HITTERS], remaps, churns, forks, fork_fail, flips, reregs, errs;
+
+/* Odd hitters call through the alias, even ones the original text. */
+static void *hitter(void *arg)
+{
+	long i = (long)arg, acc = 0;
+	us_fn volatile fn = i % 2 ? alias_fn : us_probed;
+	long long n = 0;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
+		acc = fn(acc);
+		n++;
+	}
+	hits[i] = n + (acc == -1);
+	return NULL;
+}
+
+/*
+ * Replace the alias in place (MAP_FIXED: one mmap_write_lock, no moment
+ * without a mapping; uprobe_mmap() installs the breakpoint in the new VMA),
+ * and change other mappings: map, split by mprotect, grow or move by mremap,
+ * unmap.
+ */
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
+		char *m, *r;
+
+		if (mmap(alias, PG, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, alias_off) != alias)
+			__atomic_fetch_add(&errs, 1, __ATOMIC_RELAXED);
+		remaps++;
+		m = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			__atomic_fetch_add(&errs, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		m[0] = 1;
+		mprotect(m + 4 * PG, 4 * PG, PROT_READ);
+		r = mremap(m, 16 * PG, 32 * PG, MREMAP_MAYMOVE);
+		munmap(r == MAP_FAILED ? m : r, r == MAP_FAILED ? 16 * PG : 32 * PG);
+		churns++;
+		mg_sleep_us(200);
+	}
+	return NULL;
+}
+
+/* Children inherit the breakpoints (dup_mmap), hit them in their own mm, and exit. */
+static void *forker(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
+		int st;
+		pid_t p = fork();
+
+		if (p == 0) {
+			long acc = 0;
+
+			for (int i = 0; i < 50; i++)
+				acc = alias_fn(us_probed(acc));
+			_exit(acc == 100 ? 0 : 1);
+		}
+		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
+			fork_fail++;
+		else
+			forks++;
+		mg_sleep_us(10000);
+	}
+	return NULL;
+}
+
+static bool open_alias(const struct us_target *t)
+{
+	fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	alias_off = (off_t)(t->file_off & ~(PG - 1));
+	alias = fd < 0 ? MAP_FAILED : mmap(NULL, PG, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, alias_off);
+	if (alias == MAP_FAILED) {
+		mg_error(US_EXP, "cannot map %s at offset %#lx: %s", t->path, (unsigned long)alias_off,
+			 strerror(errno));
+		return false;
+	}
+	alias_fn = (us_fn)((char *)alias + (t->file_off & (PG - 1)));
+	return true;
+}
+
+bool us_stress(const struct us_target *t, int nhit, long long seconds)
+{
+	pthread_t th[MAX_HITTERS + 2];
+	long long c[US_NR] = { 0 }, total = 0;
+	int started = 0;
+	struct mg_json j;
+	uint64_t end;
+	bool ok;
+
+	nhit = nhit < 2 ? 2 : nhit > MAX_HITTERS ? MAX_HITTERS : nhit;
+	if (!open_alias(t) || mg_knob_set_ll(US_KNOB, 1) || us_probe_enable(true) ||
+	    !us_counters_reset()) {
+		mg_error(US_EXP, "stress: cannot set up the alias, the switch, the uprobe or the counters");
+		return false;
+	}
+	for (long i = 0; i < nhit; i++)
+		started += !pthread_create(&th[started], NULL, hitter, (void *)i);
+	started += !pthread_create(&th[started], NULL, churner, NULL);
+	started += !pthread_create(&th[started], NULL, forker, NULL);
+	end = mg_now_ns() + (uint64_t)seconds * 1000000000ull;
+	for (int i = 1; started == nhit + 2 && !mg_stop_signal && mg_now_ns() < end; i++) {
+		mg_sleep_us(200000);
+		flips += !mg_knob_set_ll(US_KNOB, i % 2 ? 0 : 1);
+		if (i % 5 == 0) /* unregister, then register again: hitters may be mid-trap */
+			reregs += !us_probe_enable(false) && !us_probe_enable(true);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	ok = started == nhit + 2 && us_counters_read(c);
+	for (int i = 0; i < nhit; i++)
+		total += hits[i];
+	mgj_start(&j, "stress", US_EXP);
+	mgj_int(&j, "seconds", seconds);
+	mgj_int(&j, "hitters", nhit);
+	mgj_int(&j, "hits", total);
+	mgj_int(&j, "alias_remaps", remaps);
+	mgj_int(&j, "churn_cycles", churns);
+	mgj_int(&j, "forks", forks);
+	mgj_int(&j, "fork_failures", fork_fail);
+	mgj_int(&j, "switch_flips", flips);
+	mgj_int(&j, "reregistrations", reregs);
+	mgj_int(&j, "mapping_errors", errs);
+	for (int i = 0; i < US_NR; i++)
+		mgj_int(&j, us_counter_names[i], c[i]);
+	/* Both lookup paths ran, and every moving part moved. */
+	ok = ok && total > 0 && c[US_SUCCESS] > 0 && c[US_MMAP_LOCKED] > 0 && remaps > 0 &&
+	     forks > 0 && !fork_fail && flips > 0 && reregs > 0 && !errs;
+	mgj_bool(&j, "exercised", ok);
+	mgj_emit(&j);
+	if (!ok)
+		mg_error(US_EXP, "stress: a thread did not start, a child or mapping failed, or a "
+			 "lookup path never ran (see the stress record)");
+	return ok;
+}

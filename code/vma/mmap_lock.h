@@ -114,4 +114,20 @@ static inline int mmap_lock_is_contended(struct mm_struct *mm)
 	return rwsem_is_contended(&mm->mmap_lock);
 }
 
+/* smp_rmb(): loads before it complete before loads after it. */
+#define smp_rmb()	atomic_thread_fence(memory_order_acquire)
+
+/*
+ * mmap_lock speculation (chapter 6): read mm state with no lock, then ask
+ * whether a writer could have changed it. try_begin is false while
+ * mmap_lock is write-locked (mm_lock_seq odd); retry is true when
+ * mm_lock_seq moved since try_begin, and the reader must throw away what
+ * it read. Upstream (6.13) has them static inline in mmap_lock.h, our
+ * kernel patch 0011 too; the model defines them out of line, in
+ * uprobe_speculate.c, because lab 06 has them written. (Seed 002 called
+ * them mmap_lock_speculation_{start,end}, on an int mm_lock_seq.)
+ */
+bool mmap_lock_speculate_try_begin(struct mm_struct *mm, unsigned int *seq);
+bool mmap_lock_speculate_retry(struct mm_struct *mm, unsigned int seq);
+
 #endif

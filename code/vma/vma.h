@@ -101,6 +101,9 @@ struct vm_area_struct {
 	struct rcu_head vm_rcu;		/* vm_area_free() */
 	bool anon_vma;			/* 6.12: struct anon_vma * */
 	int vm_mod;			/* model only: a writer is changing it */
+	/* What a uprobe hit reads to find its probe (uprobe.h): */
+	unsigned long vm_pgoff;		/* vm_start's offset in vm_file, in pages */
+	struct file *vm_file;		/* NULL: anonymous memory */
 };
 
 struct vma_tree;			/* the model's maple tree (vma.c) */
@@ -124,6 +127,16 @@ enum remote_event {			/* our kernel patch's debugfs counters */
 	NR_REMOTE_EVENTS
 };
 
+enum uprobe_event {			/* our kernel patch 0011's debugfs counters */
+	UPROBE_SPECULATE_ATTEMPT,	/* lookups that tried speculation */
+	UPROBE_SPECULATE_SUCCESS,	/* ... and returned its answer */
+	UPROBE_SPECULATE_FAIL_BEGIN,	/* mmap_lock write-locked at the start */
+	UPROBE_SPECULATE_FAIL_LOOKUP,	/* no VMA, no file or no uprobe found */
+	UPROBE_SPECULATE_FAIL_RETRY,	/* mm_lock_seq moved during the lookup */
+	UPROBE_MMAP_LOCKED,		/* lookups that took mmap_read_lock() */
+	NR_UPROBE_EVENTS
+};
+
 enum vma_hook_point {
 	VMA_HOOK_LOOKUP,	/* a VMA found under RCU, not yet locked */
 	VMA_HOOK_TRYLOCK,	/* vma_start_read(): first check passed */
@@ -132,6 +145,9 @@ enum vma_hook_point {
 	VMA_HOOK_ROLLUP_UNLOCKED, /* walker: between VMAs, after a drop */
 	VMA_HOOK_REMOTE_COPIED,	/* remote reader: a page copied, lock held */
 	VMA_HOOK_REMOTE_UNLOCKED, /* remote reader: VMA lock dropped, no lock */
+	VMA_HOOK_UPROBE_WRITER,	/* file writer: vm_pgoff changed, vm_start not yet */
+	VMA_HOOK_UPROBE_OFFSET,	/* vaddr_to_offset(): vm_pgoff read, vm_start not */
+	VMA_HOOK_UPROBE_FOUND,	/* find_uprobe_rcu(): searched, not yet returned */
 	NR_VMA_HOOKS
 };
 
@@ -154,6 +170,7 @@ struct mm_struct {
 	/* Model only: */
 	atomic_long vma_lock_events[NR_VMA_LOCK_EVENTS];
 	atomic_long remote_events[NR_REMOTE_EVENTS];	/* access_remote_vm() */
+	atomic_long uprobe_events[NR_UPROBE_EVENTS];	/* uprobe hits */
 	vma_hook_fn hook;
 	void *hook_arg;
 	unsigned hook_mask;		/* points that call hook */

@@ -1,0 +1,1 @@
+../../../code/vma/uprobe_speculate.c

@@ -122,7 +122,7 @@ static inline int mmap_lock_is_contended(struct mm_struct *mm)
  * whether a writer could have changed it. try_begin is false while
  * mmap_lock is write-locked (mm_lock_seq odd); retry is true when
  * mm_lock_seq moved since try_begin, and the reader must throw away what
- * it read. Upstream (6.13) has them static inline in mmap_lock.h, our
+ * it read. Upstream has them static inline in mmap_lock.h, our
  * kernel patch 0011 too; the model defines them out of line, in
  * uprobe_speculate.c, because lab 06 has them written. (Seed 002 called
  * them mmap_lock_speculation_{start,end}, on an int mm_lock_seq.)

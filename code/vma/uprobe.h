@@ -9,7 +9,7 @@
  * (inode, offset): find the VMA, take vm_file's inode and compute the
  * offset from vm_pgoff and vm_start. 6.12 does that under
  * mmap_read_lock() (find_active_uprobe_rcu()); our kernel patch 0011,
- * like upstream 6.13, first tries it with no lock at all, reading the
+ * like upstream later, first tries it with no lock at all, reading the
  * VMA under RCU between mmap_lock_speculate_try_begin() and
  * mmap_lock_speculate_retry() (find_active_uprobe_speculative()), and
  * falls back to 6.12's path when that fails.

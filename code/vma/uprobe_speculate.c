@@ -7,10 +7,10 @@
  * book lists patch 0011's versions of these functions instead.
  *
  * The helpers come from seed 002 (Suren Baghdasaryan, sent by Andrii
- * Nakryiko), in the form upstream merged for 6.13 on the seqcount
+ * Nakryiko), in the form upstream merged on the seqcount
  * mm_lock_seq that 6.12.117 already has; the lookup is upstream's
  * follow-up ("uprobes: add speculative lockless VMA-to-inode-to-uprobe
- * resolution", 6.13), written here for the model.
+ * resolution"), written here for the model.
  */
 
 bool mmap_lock_speculate_try_begin(struct mm_struct *mm, unsigned int *seq)
@@ -85,7 +85,8 @@ struct uprobe *find_active_uprobe_speculative(struct mm_struct *mm, unsigned lon
 	 * (munmap, mmap over it) puts a mapped file.
 	 */
 	vm_file = READ_ONCE(vma->vm_file);
-	if (!vm_file)
+	/* valid_vma(), on the one vm_file read (as our patch 0011 does) */
+	if (!vm_file || !(READ_ONCE(vma->vm_flags) & VM_EXEC))
 		goto fail_lookup;
 	offset = vaddr_to_offset(vma, bp_vaddr);
 	uprobe = find_uprobe_rcu(file_inode(vm_file), offset);

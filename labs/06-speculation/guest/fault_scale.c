@@ -16,7 +16,7 @@
 #define EXP FS_EXP
 #define MAX_THREADS 64
 
-struct fs_opts opt = { 0, 4, 700, 5, 150, NULL, "uprobe_speculate", "/tmp", 0, false };
+struct fs_opts opt = { 0, 4, 600, 5, 150, NULL, "uprobe_speculate", "/tmp", 0, false };
 
 static void usage(FILE *f)
 {
@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --threads N     workers (0..%d, default 0 = one per vCPU)\n"
 		"  --mib M         region per pass of page_fault1/2/3, MiB (1..512, default 4)\n"
-		"  --ms MS         length of one sample, ms (50..60000, default 700; quick 200)\n"
+		"  --ms MS         length of one sample, ms (50..60000, default 600; quick 200)\n"
 		"  --reps R        repetitions of each (pattern, position) (1..%d, default 5;\n"
 		"                  quick 2)\n"
 		"  --patterns L    comma-separated subset of page_fault1,page_fault2,\n"

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define EXP US_EXP
@@ -19,9 +21,9 @@
 #define LAT_CAP (1 << 17)
 
 static struct {
-	long long threads, ms, reps, pause_us, stress, timeout;
+	long long threads, ms, reps, pause_us, nice, stress, timeout;
 	bool quick;
-} opt = { 0, 1500, 5, 200, 0, 120, false };
+} opt = { 0, 1500, 5, 200, 15, 0, 120, false };
 
 static const char *const pos_label[NPOS] = { "switch 0 (stock: mmap_read_lock)",
 					     "switch 1 (speculation)", "no uprobe" };
@@ -30,7 +32,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: uprobe_scale [--quick] [--threads N] [--ms M] [--reps R] [--pause-us P]\n"
-		"                    [--stress S] [--timeout T]\n"
+		"                    [--nice K] [--stress S] [--timeout T]\n"
 		"\n"
 		"Experiment \"uprobe-speculation\" (needs the patched mmlocks 6.12 kernel, patch 0011,\n"
 		"and CONFIG_UPROBE_EVENTS). N threads call a small function in a tight loop; a\n"
@@ -39,7 +41,9 @@ static void usage(FILE *f)
 		"call trap into the kernel, whose find_active_uprobe_rcu() maps the address to the\n"
 		"uprobe: under mmap_read_lock (uprobe_speculate 0, stock 6.12) or by mmap_lock\n"
 		"speculation (1). One more thread of the same process mmap()s and munmap()s a page\n"
-		"elsewhere, pausing P us between pairs, and records each call's latency.\n"
+		"elsewhere, pausing P us between pairs, and records each call's latency. The\n"
+		"hitters run at nice K, so that the mapper, which sleeps between pairs, gets a\n"
+		"vCPU when it wakes: its latency then shows the lock, not the run queue.\n"
 		"Each repetition runs three cells of M ms, in this order: switch 0, switch 1, no\n"
 		"uprobe (the event disabled: plain calls). Reported: hits/s and the mapper's\n"
 		"p50/p99 per cell, patch 0011's counters per cell (the proof that the switch acted),\n"
@@ -51,6 +55,7 @@ static void usage(FILE *f)
 		"  --ms M        length of one cell, ms (50..60000, default 1500; quick 300)\n"
 		"  --reps R      repetitions (1..%d, default 5; quick 2)\n"
 		"  --pause-us P  the mapper's pause between mmap/munmap pairs (0..100000, default 200)\n"
+		"  --nice K      the hitters' nice value (0..19, default 15)\n"
 		"  --stress S    instead: S seconds of hits through two mappings of the probed\n"
 		"                page while another thread remaps one of them and churns other\n"
 		"                mappings (mmap, mprotect, mremap, munmap), a third forks\n"
@@ -95,6 +100,8 @@ static void *hitter(void *arg)
 	long long n = 0;
 	long acc = 0;
 
+	/* Linux: nice is per thread. Failure only costs the mapper run-queue waits. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)opt.nice);
 	pthread_barrier_wait(&start_line);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
 		acc = fn(acc);
@@ -322,6 +329,7 @@ static void info_record(long nproc, int nthreads, const struct us_target *t)
 	mgj_int(&j, "cell_ms", opt.ms);
 	mgj_int(&j, "reps", opt.reps);
 	mgj_int(&j, "mapper_pause_us", opt.pause_us);
+	mgj_int(&j, "hitter_nice", opt.nice);
 	mgj_int(&j, "stress_s", opt.stress);
 	mgj_str(&j, "probe_file", t->path);
 	mgj_int(&j, "probe_offset", (long long)t->file_off);
@@ -344,6 +352,7 @@ int main(int argc, char **argv)
 		MG_INT("ms", &opt.ms, 50, 60000, 300),
 		MG_INT("reps", &opt.reps, 1, MAX_REPS, 2),
 		MG_INT("pause-us", &opt.pause_us, 0, 100000, MG_NO_QUICK),
+		MG_INT("nice", &opt.nice, 0, 19, MG_NO_QUICK),
 		MG_INT("stress", &opt.stress, 0, 3600, MG_NO_QUICK),
 		MG_INT("timeout", &opt.timeout, 10, 7200, 60),
 		MG_OPTS_END,

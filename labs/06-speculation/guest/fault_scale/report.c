@@ -18,6 +18,7 @@ int fs_position(int rep, int p, int k)
 /* region: compare */
 struct fs_cmp fs_compare(const double v[2][FS_MAX_REPS], int reps)
 {
+	double pairs[FS_MAX_REPS];
 	struct fs_cmp c;
 
 	memset(&c, 0, sizeof(c));
@@ -35,13 +36,16 @@ struct fs_cmp fs_compare(const double v[2][FS_MAX_REPS], int reps)
 	for (int r = 0; r < reps; r++) {
 		double q = v[0][r] > 0 ? v[1][r] / v[0][r] : NAN;
 
+		pairs[r] = q;
 		c.pair_min = q < c.pair_min ? q : c.pair_min; /* a NaN never replaces a value */
 		c.pair_max = q > c.pair_max ? q : c.pair_max;
 	}
-	if (!(c.med[0] > 0 && c.med[1] > 0)) {
-		c.ratio = c.change_pct = c.pair_min = c.pair_max = NAN;
+	if (!(c.med[0] > 0 && c.med[1] > 0 && c.min[0] > 0)) {
+		c.ratio = c.change_pct = c.pair_min = c.pair_max = c.pair_med = NAN;
 		return c;
 	}
+	/* Back-to-back samples share the host's mood: robust to a slow drift. */
+	c.pair_med = mg_median(pairs, (size_t)reps);
 	c.ratio = c.med[1] / c.med[0];
 	c.change_pct = (c.ratio - 1) * 100;
 	/* 1e-9: 95/100 is -5.000000000000004 % in doubles */
@@ -214,6 +218,7 @@ void fs_summary_records(struct fs_sample s[][FS_NPAT][2], const struct fs_sample
 		mgj_num(&j, "after_spread_pct", c.spread_pct[1]);
 		mgj_num(&j, "pair_ratio_min", c.pair_min);
 		mgj_num(&j, "pair_ratio_max", c.pair_max);
+		mgj_num(&j, "pair_ratio_median", c.pair_med);
 		mgj_bool(&j, "spread_within_goal", c.resolves);
 		mgj_num(&j, "one_thread_ops_per_s", base[p].ops_per_s);
 		mgj_num(&j, "scaling_vs_one_thread", base[p].ops_per_s > 0 ? c.med[1] / base[p].ops_per_s : NAN);

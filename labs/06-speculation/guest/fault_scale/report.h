@@ -43,12 +43,15 @@ struct fs_cmp {
 	double spread_pct[2];	/* (max - min) / median of one position, % */
 	double ratio;		/* median(1) / median(0) */
 	double change_pct;	/* (ratio - 1), % */
-	double pair_min, pair_max; /* ratio 1/0 within each repetition: its range */
+	double pair_min, pair_max, pair_med; /* ratio 1/0 within each repetition: range, median */
 	bool pass;		/* |change_pct| <= FS_GOAL_PCT */
 	bool resolves;		/* both spreads <= FS_GOAL_PCT: the goal is above the noise */
 };
 
-/* From reps ops/s values per position (v[pos][rep]); a median of 0 fails. */
+/*
+ * From reps ops/s values per position (v[pos][rep]). A position-0 sample
+ * with no ops, or a median of 0, voids it: NaNs and no pass.
+ */
 struct fs_cmp fs_compare(const double v[2][FS_MAX_REPS], int reps);
 
 void fs_info_record(long nproc, int threads, const char *thp);

@@ -63,6 +63,7 @@ Test(compare, medians_ratio_spreads_and_pairs)
 	cr_assert_not(c.resolves, "a 97 %% spread cannot resolve 5 %%");
 	cr_assert_float_eq(c.pair_min, 1.04, 1e-9, "rep 1: 104/100");
 	cr_assert_float_eq(c.pair_max, 200.0 / 110, 1e-9, "rep 3: 200/110");
+	cr_assert_float_eq(c.pair_med, 1.1, 1e-9, "rep 2: 99/90");
 }
 
 Test(compare, the_goal_is_five_percent_either_way)
@@ -79,7 +80,9 @@ Test(compare, nothing_measured_is_no_pass)
 	struct fs_cmp c = cmp3(0, 0, 0, 100, 100, 100);
 
 	cr_assert_not(c.pass);
-	cr_assert(isnan(c.ratio) && isnan(c.pair_min) && isnan(c.pair_max));
+	cr_assert(isnan(c.ratio) && isnan(c.pair_min) && isnan(c.pair_max) && isnan(c.pair_med));
+	c = cmp3(100, 0, 100, 100, 100, 100);
+	cr_assert(isnan(c.pair_med), "a repetition that measured nothing has no pair ratio");
 }
 
 /* ---- options ------------------------------------------------------------------ */

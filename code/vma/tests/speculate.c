@@ -214,29 +214,44 @@ static void race_writer(struct vtest *t, enum sp_race race, struct spec_result *
 	}
 }
 
+/*
+ * The writer runs inside the lookup's own thread, at the hook (vt_act_at):
+ * the lookup holds only RCU there, so the writer waits for nobody. A hook
+ * reached first under mmap_read_lock() (6.12's path) must not write: the
+ * scenario then fails at once (the speculation never got that far).
+ */
+struct race_ctx {
+	enum sp_race race;
+	struct spec_result *r;
+	bool ran;
+};
+
+static void race_action(struct vtest *t, struct vm_area_struct *vma)
+{
+	struct race_ctx *c = t->arg;
+
+	(void)vma;
+	if (uprobe_mmap_locked_here)
+		return;
+	c->ran = true;
+	race_writer(t, c->race, c->r);
+}
+
 void scn_spec_race(enum sp_call call, enum vma_hook_point point, enum sp_race race,
 		   struct spec_result *r)
 {
-	struct vthread reader;
+	struct race_ctx c = { .race = race, .r = r };
 	struct vtest t;
 
 	begin(&t, r);
-	vt_stop_at(&t, point, NULL);
-	lk.call = call;
-	lk.addr = SP_X;
-	vt_spawn(&reader, &t, lookup_thread, NULL);
-	if (!gate_wait(&t.at[point], 1)) {
-		fail(&r->s, "the lookup never reached the hook");
-	} else {
-		/* The reader holds only RCU: this writer waits for nobody. */
-		race_writer(&t, race, r);
-		if (race == SP_RACE_REPLACE && !r->file_reused)
-			fail(&r->s, "scenario: the new file did not reuse P's file");
-	}
-	gate_open_all(&t.at[point]);
-	if (!vt_join(&reader))
-		fail(&r->s, "the lookup did not finish");
-	r->id = lk.id;
+	t.arg = &c;
+	vt_act_at(&t, point, race_action, 1);
+	r->id = lookup(&t.mm, call, SP_X);
+	if (!c.ran)
+		fail(&r->s, "the speculative lookup never reached the hook (%s): no writer ran",
+		     point == VMA_HOOK_UPROBE_OFFSET ? "vaddr_to_offset()" : "find_uprobe_rcu()");
+	else if (race == SP_RACE_REPLACE && !r->file_reused)
+		fail(&r->s, "scenario: the new file did not reuse P's file");
 	collect(&t, r, sp_race_new_id(race));
 	end(&t);
 }

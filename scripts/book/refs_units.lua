@@ -19,7 +19,10 @@ local function source_unit(rec, field)
   local function rec_unit()
     local u = ASK[rec.unit]
     if u then return u end
-    return rec.unit == "count" and "" or nil
+    -- "hits/s", "ops/s": a rate, shown as /s
+    if rec.unit:match("^%a+/s$") then return "per_s" end
+    if rec.unit == "count" or rec.unit == "" then return "" end
+    fail(rec.experiment or "?", "unknown unit \"" .. rec.unit .. "\" in a summary record")
   end
   if (last == "before" or last == "after") and type(rec.unit) == "string" then
     return rec_unit()

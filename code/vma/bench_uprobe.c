@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "uprobe.h"
+#include "../common/bench.h"
 
 /*
  * The model's version of the uprobe-speculation experiment: H threads hit
@@ -154,17 +155,6 @@ static void usage(FILE *f)
 "  --quick:  --ops 1000 --runs 3\n");
 }
 
-static int num(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -182,10 +172,10 @@ int main(int argc, char **argv)
 		int bad = 0;
 
 		switch (c) {
-		case 'n': bad = num(optarg, 1, 64, &v); o.hitters = v; break;
-		case 'o': bad = num(optarg, 100, 10000000, &o.ops); break;
-		case 'r': bad = num(optarg, 1, 1000, &o.runs); break;
-		case 'u': bad = num(optarg, 0, 100000, &o.pause_us); break;
+		case 'n': bad = bench_parse_long(optarg, 1, 64, &v); o.hitters = v; break;
+		case 'o': bad = bench_parse_long(optarg, 100, 10000000, &o.ops); break;
+		case 'r': bad = bench_parse_long(optarg, 1, 1000, &o.runs); break;
+		case 'u': bad = bench_parse_long(optarg, 0, 100000, &o.pause_us); break;
 		case 'q': o.ops = 1000; o.runs = 3; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

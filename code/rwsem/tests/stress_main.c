@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "stress.h"
+#include "../../common/bench.h"
 
 static void usage(FILE *f)
 {
@@ -18,17 +19,6 @@ static void usage(FILE *f)
 		"  --iters N    lock operations per thread, 1..10000000 (default 2000)\n"
 		"  --help       this text\n"
 		"Exit status: 0 all good, 1 a check failed, 2 bad usage.\n");
-}
-
-static int parse(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -45,9 +35,9 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'r': bad |= parse(optarg, 1, 64, &readers); break;
-		case 'w': bad |= parse(optarg, 1, 64, &writers); break;
-		case 'i': bad |= parse(optarg, 1, 10000000, &iters); break;
+		case 'r': bad |= bench_parse_long(optarg, 1, 64, &readers); break;
+		case 'w': bad |= bench_parse_long(optarg, 1, 64, &writers); break;
+		case 'i': bad |= bench_parse_long(optarg, 1, 10000000, &iters); break;
 		case 'h': usage(stdout); return 0;
 		default: bad = 1;
 		}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "stress.h"
+#include "../../common/bench.h"
 
 static void usage(FILE *f)
 {
@@ -23,17 +24,6 @@ static void usage(FILE *f)
 "  --help           this text\n");
 }
 
-static int num(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -48,13 +38,13 @@ int main(int argc, char **argv)
 
 	while (!bad && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 't': bad = num(optarg, 1, 32, &t); break;
-		case 'f': bad = num(optarg, 1, 1024, &f); break;
-		case 'o': bad = num(optarg, 2, 9, &o); break;
-		case 'H': bad = num(optarg, 2, 512, &h); break;
-		case 'n': bad = num(optarg, 1, 100000000, &n); break;
-		case 'e': bad = num(optarg, 0, 1, &e); break;
-		case 's': bad = num(optarg, 0, 1, &s); break;
+		case 't': bad = bench_parse_long(optarg, 1, 32, &t); break;
+		case 'f': bad = bench_parse_long(optarg, 1, 1024, &f); break;
+		case 'o': bad = bench_parse_long(optarg, 2, 9, &o); break;
+		case 'H': bad = bench_parse_long(optarg, 2, 512, &h); break;
+		case 'n': bad = bench_parse_long(optarg, 1, 100000000, &n); break;
+		case 'e': bad = bench_parse_long(optarg, 0, 1, &e); break;
+		case 's': bad = bench_parse_long(optarg, 0, 1, &s); break;
 		case 'h': usage(stdout); return 0;
 		default: bad = 1; optarg = NULL;
 		}

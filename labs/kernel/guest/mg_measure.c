@@ -1,8 +1,8 @@
 /*
- * Shared helpers for the in-guest experiment programs, second half (see
- * mmlocks_guest.h): command-line options, latency statistics and the
- * mmap writer, VMA layouts. mmlocks_guest.c has JSON, files, knobs and
- * their restoration, and time.
+ * Shared helpers for the in-guest experiment programs (see mmlocks_guest.h):
+ * measuring: command-line options, latency statistics and the mmap writer,
+ * VMA layouts. mg_json.c prints records; mmlocks_guest.c has files, knobs
+ * and their restoration, processes, time and CPU placement.
  */
 #define _GNU_SOURCE
 #include "mmlocks_guest.h"

@@ -12,14 +12,22 @@ GUEST=${GUEST:-1}
 mkdir -p build/test-logs
 passed=0 failed=0 failures=()
 
+# No step may hang CI: each external command runs under timeout(1)
+# (STEP_TIMEOUT seconds, default 1500; the slowest step, a cold kernel
+# build, takes about 3 minutes on a quiet host and 16 on a loaded one). The shell functions
+# below (appendix_mutants, epub_check) bound their own slow parts.
+STEP_TIMEOUT=${STEP_TIMEOUT:-1500}
 step() { # step NAME COMMAND...
   local name=$1; shift
-  local log=build/test-logs/${name//\//_}.log t0=$SECONDS
+  local log=build/test-logs/${name//\//_}.log t0=$SECONDS bound=()
+  [ "$(type -t "$1")" = file ] && bound=(timeout -k 10 "$STEP_TIMEOUT")
   echo "=== $name"
-  if "$@" > >(tee "$log") 2>&1; then
+  if "${bound[@]}" "$@" > >(tee "$log") 2>&1; then
     echo "--- PASS $name ($((SECONDS - t0)) s)"
     passed=$((passed + 1))
   else
+    local rc=$?
+    [ $rc = 124 ] && echo "$name: still running after STEP_TIMEOUT=$STEP_TIMEOUT s, stopped" | tee -a "$log"
     echo "--- FAIL $name ($((SECONDS - t0)) s; log: $log)"
     failed=$((failed + 1)); failures+=("$name")
   fi

@@ -293,7 +293,10 @@ static int run_once(char **cmd, const char *out, int run, long long tmo, int *ca
 
 	*caught = 0;
 	*tries = 0;
+	alarmed = 0; /* once per run: a SIGALRM that lands in fork() below must not be forgotten */
 again:
+	if (alarmed)
+		return st; /* the time ran out between two tries (st holds the last SIGKILL) */
 	if (++*tries > 100000000)
 		return -1;
 	pid = fork();
@@ -308,14 +311,14 @@ again:
 		execvp(cmd[0], cmd);
 		_exit(127);
 	}
-	alarmed = 0;
 	if (*tries == 1)
 		alarm((unsigned)tmo);
 	for (;;) {
+		if (alarmed) /* also when SIGALRM landed outside waitpid() */
+			kill(pid, SIGKILL);
 		if (waitpid(pid, &st, 0) < 0) {
 			if (errno == EINTR && alarmed) {
-				kill(pid, SIGKILL);
-				alarmed = 0;
+				kill(pid, SIGKILL); /* alarmed stays set: no new try after this one */
 				continue;
 			}
 			st = -1;

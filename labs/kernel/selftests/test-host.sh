@@ -199,24 +199,34 @@ out=$(python3 "$HERE/check.py" --run stock "$W/up-abrt.jsonl" "$W/empty.log" 2>&
 # ---- stflake and flake_report.py (selftests.sh --repeat) -----------------------------
 if gcc -O2 -std=gnu11 -Wall -Wextra -Werror -pthread -I"$K/guest" "$HERE/stflake.c" "$K"/guest/*.c \
 	-o "$W/stflake" 2>"$W/stflake.err"; then
-	"$W/stflake" --runs 2 --out "$W/fl.out" sh -c 'printf "a\\rstep 7/512..."; exit 3' >"$W/fl-ok.jsonl"; rc=$?
+	timeout 60 "$W/stflake" --runs 2 --out "$W/fl.out" sh -c 'printf "a\\rstep 7/512..."; exit 3' >"$W/fl-ok.jsonl"; rc=$?
 	expect "stflake: two runs, exit status and last line recorded, exit 0" \
 		"$rc == 0 and len(typed('flake_run', rc=3, signal=0, last='step 7/512...')) == 2 and typed('flake_summary', exited=2)" \
 		"$W/fl-ok.jsonl"
-	"$W/stflake" --out "$W/fl.out" sh -c 'echo "free(): invalid pointer" >&2; kill -ABRT $$' >"$W/fl-abrt.jsonl"; rc=$?
+	timeout 60 "$W/stflake" --out "$W/fl.out" sh -c 'echo "free(): invalid pointer" >&2; kill -ABRT $$' >"$W/fl-abrt.jsonl"; rc=$?
 	expect "stflake: SIGABRT is held for a catch (maps, stack) and then delivered, exit 1" \
 		"$rc == 1 and typed('flake_run', signal=6, caught=6) and typed('flake_maps') and typed('flake_stack') and typed('flake_summary', killed_by_signal=1)" \
 		"$W/fl-abrt.jsonl"
 	out=$(python3 "$HERE/flake_report.py" --run x "$W/fl-abrt.jsonl" 2>&1); rc=$?
 	[ $rc = 1 ] && grep -q "^x: 1 runs (1 execs), signal 6: 1" <<<"$out" && grep -q "invalid pointer" <<<"$out" &&
 		ok "flake_report.py: counts the signal and shows the last line, exit 1" || bad "flake_report.py" "$out"
-	"$W/stflake" --brk-window 1-2 --timeout 1 true >"$W/fl-win.jsonl"; rc=$?
+	# A SIGALRM that lands while stflake is in fork() must still end the
+	# run: before the fix, 6 of 20 such runs spun on forever (CI hung on
+	# this test). Four tries, each bounded, so a regression shows as a
+	# failure (exit 124), not as a hung CI.
+	hung=0 other=
+	for i in 1 2 3 4; do
+		timeout 15 "$W/stflake" --brk-window 1-2 --timeout 1 true >"$W/fl-win.jsonl"; rc=$?
+		case $rc in 1) ;; 124) hung=$((hung + 1)) ;; *) other="$other $rc" ;; esac
+	done
+	[ $hung = 0 ] && [ -z "$other" ] && ok "stflake: --timeout ends a --brk-window search every time (4 tries, none hung)" ||
+		bad "stflake: --timeout with --brk-window" "$hung of 4 tries still running after 15 s; other exit statuses:${other:- none}"
 	expect "stflake: a --brk-window never met ends at --timeout (SIGKILL), exit 1" \
 		"$rc == 1 and typed('flake_run', signal=9) and typed('flake_run')[0]['execs'] > 1" "$W/fl-win.jsonl"
 	wrong=
 	for a in "--runs 0 true" "--brk-window 5-3 true" "--timeout" ""; do
 		# shellcheck disable=SC2086  # each case is a list of words
-		"$W/stflake" $a >/dev/null 2>&1
+		timeout 10 "$W/stflake" $a >/dev/null 2>&1
 		[ $? = 2 ] || wrong="$wrong '$a'"
 	done
 	[ -z "$wrong" ] && ok "stflake: bad arguments exit 2" || bad "stflake: not a usage error (exit 2):$wrong"

@@ -92,7 +92,7 @@ for raw in lines:
     t = rec.get("type")
     if t == "begin" and "program" in rec:
         cur = rec["program"]
-        runs[cur] = {"lines": [], "rc": None}
+        runs[cur] = {"lines": [], "rc": None, "args": rec.get("args") or ""}
     elif t == "smoke":
         c = rec.get("check")
         key = c if c in ("release", "done") else (c, rec.get("name") or rec.get("program"))
@@ -131,14 +131,15 @@ for p in progs:
     detail = "rc %s, %d line(s), %s s" % (r["rc"], len(r["lines"]), r.get("seconds"))
     if bad:
         detail += ", %d not a JSON object, first: %.80s" % (len(bad), bad[0])
-    check(r["rc"] == 0 and len(r["lines"]) > 0 and not bad, "/labs/%s --quick" % p, detail)
+    check(r["rc"] == 0 and len(r["lines"]) > 0 and not bad,
+          ("/labs/%s --quick %s" % (p, r["args"])).rstrip(), detail)
 check("done" in smoke, "guest finished the smoke checks")
 try:
     text = open(con, errors="replace").read()
 except OSError:
     text = ""
-m = re.search(r"^.*(Oops|BUG:|WARNING:|general protection fault|Kernel panic).*$", text, re.M)
-check(m is None, "no oops, BUG, WARNING or panic on the console",
+m = re.search(r"^.*(Oops|BUG:|WARNING:|general protection fault|Kernel panic|rcu: .*detected stall).*$", text, re.M)
+check(m is None, "no oops, BUG, WARNING, RCU stall or panic on the console",
       m.group(0).strip()[:100] if m else "")
 print("%d check(s) failed" % fails if fails else "all checks passed")
 sys.exit(1 if fails else 0)

@@ -86,6 +86,7 @@ cat >"$R/etc/mmlocks/experiments" <<'EOF'
 # name   command
 good     /labs/good --flag
 hang     /labs/hang
+# smoke-args: good --size 3 --seconds 1
 EOF
 
 dry() { # dry MODE-WORDS OUTFILE
@@ -133,6 +134,8 @@ expect "smoke: release, 3 knobs, lock events, trace events reported present" \
 	'typed("smoke", check="release") and len([r for r in typed("smoke", check="knob") if r["exists"] and r["readable"]]) == 3 and all(r["exists"] for r in typed("smoke", check="lock_event") + typed("smoke", check="trace_event"))' "$W/smoke.jsonl"
 expect "smoke: every program ran --help and --quick (framed by program)" \
 	'sorted(r["program"] for r in typed("smoke", check="help")) == ["good", "hang", "notjson"] and len(typed("end")) == 3' "$W/smoke.jsonl"
+expect "smoke: '# smoke-args:' options follow --quick for that program only" \
+	'typed("begin", program="good")[0]["args"] == "--size 3 --seconds 1" and typed("begin", program="hang")[0]["args"] == ""' "$W/smoke.jsonl"
 expect "smoke: the non-JSON line of notjson reaches the host for it to judge" \
 	'"plain text, not JSON" in recs' "$W/smoke.jsonl"
 expect "smoke: finished" 'typed("smoke", check="done")' "$W/smoke.jsonl"

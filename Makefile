@@ -47,15 +47,22 @@ plots: ## the models' plots (gnuplot SVGs in build/plots/)
 	  if grep -q '^plots:' $$d/Makefile; then $(MAKE) --no-print-directory -C $$d plots || exit 1; fi; \
 	done
 
-# pandoc always runs (a few seconds): listings come from code, the kernel
-# tree and results/latest, which make cannot track cheaply.
-build/book.html: FORCE $(DIAGRAMS) | plots
+# What the book reads: the tracked sources (chapters, listings from code/ and
+# labs/, reference runs, the filters), results/latest (the results boxes;
+# a new run re-points the link, so the link itself is a prerequisite too)
+# and the models' plots. The pristine 6.12 tree never changes for a given
+# kernel version. A file make cannot see (an untracked new listing source)
+# needs `git add` first, or `make -B book`.
+BOOK_INPUTS := $(wildcard $(shell git ls-files book.md chapters diagrams scripts/book code labs reference 2>/dev/null || \
+	find book.md chapters diagrams scripts/book code labs reference -type f)) \
+	$(wildcard results/latest results/latest/*.md build/plots/*.svg)
+build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
 	  --css scripts/book/book.css --metadata pagetitle=mmlocks -t html5 -o $@.tmp && mv $@.tmp $@
 
-build/book.epub: FORCE $(DIAGRAMS) | plots
+build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
@@ -75,8 +82,6 @@ build/book.pdf: build/book.html scripts/book/print.css
 	  --no-pdf-header-footer --generate-pdf-document-outline \
 	  --print-to-pdf="$(TOP)/$@.tmp" "file://$$tmp/book.html" 2>/dev/null && \
 	[ -s $@.tmp ] && mv $@.tmp $@
-
-FORCE:
 
 # ---------------------------------------------------------- models and labs
 # LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).

@@ -1,5 +1,6 @@
 /* spec_stress.c - uprobe hits racing a writer that remaps the probed address (see spec_stress.h). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,11 +111,22 @@ static void *writer(void *arg)
 	(void)arg;
 	/* At least ops steps, and on until the readers have made as many hits. */
 	while (!atomic_load(&st.stop)) {
-		if (atomic_load(&st.done) >= st.cfg->ops && atomic_load(&st.hits) >= st.cfg->ops)
-			break;
 		if (st.cfg->seconds > 0 && elapsed() > st.cfg->seconds) {
 			st.cut = true;
 			break;
+		}
+		if (atomic_load(&st.done) >= st.cfg->ops && atomic_load(&st.hits) >= st.cfg->ops) {
+			if (!st.cfg->perturb || atomic_load(&st.perturbed) > 0 || elapsed() > 30)
+				break;
+			/*
+			 * No reader has made a step inside a lookup yet: on a
+			 * loaded host the readers' trylock can miss every gap
+			 * between two of our steps. Stop stepping and leave
+			 * step_lock free, so the next reader at its hook takes
+			 * it (30 s bound: the caller's check then fails).
+			 */
+			sched_yield();
+			continue;
 		}
 		pthread_mutex_lock(&st.step_lock);
 		next_step();

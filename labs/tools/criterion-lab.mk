@@ -1,9 +1,10 @@
-# criterion-lab.mk - the Makefile body shared by labs 04, 05 and 07: a
+# criterion-lab.mk - the Makefile body shared by labs 04, 05, 06 and 07: a
 # Criterion grader (ASan+UBSan) linked from the lab's exercise files in
 # $(SRC) and a model from code/ compiled once, guest host tests, grade,
-# mutants, clean. (Labs 02 and 03 share khugepaged-lab.mk.)
+# mutants, clean. (Labs 02 and 03 share khugepaged-lab.mk; labs 04, 05
+# and 06 include this through vma-lab.mk, which sets the code/vma part.)
 #
-# The lab's Makefile sets, then includes this file:
+# The lab's Makefile (or vma-lab.mk) sets, then includes this file:
 #   LAB          the lab's folder name, e.g. 05-remote-access
 #   BASE_CFLAGS  compiler flags for everything (include paths of its model)
 #   LIBS         libraries the model needs (may be empty)

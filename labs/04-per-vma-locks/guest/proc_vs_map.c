@@ -79,23 +79,16 @@ static void parse_args(int argc, char **argv)
 		MG_INT("busy-ms", &opt.busy_ms, 1, 100, MG_NO_QUICK),
 		MG_INT("sleep-ms", &opt.sleep_ms, 1, 100, MG_NO_QUICK),
 		MG_INT("pause-us", &opt.pause_us, 0, 100000, MG_NO_QUICK),
-		MG_INT("mapper-cpu", &opt.mapper_cpu, 0, 63, MG_NO_QUICK),
-		MG_INT("scanner-cpu", &opt.scanner_cpu, 0, 63, MG_NO_QUICK),
+		MG_CPU("mapper-cpu", &opt.mapper_cpu),
+		MG_CPU("scanner-cpu", &opt.scanner_cpu),
 		MG_INT("seed", &opt.seed, 1, 1ll << 62, MG_NO_QUICK),
 		MG_OPTS_END,
 	};
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	opt.quick = mg_parse_opts("proc_vs_map", argc, argv, o, usage);
-	if (opt.scanner_cpu < 0)
-		opt.scanner_cpu = ncpu - 1;
-	if (opt.mapper_cpu >= ncpu || opt.scanner_cpu >= ncpu || opt.mapper_cpu == opt.scanner_cpu) {
-		fprintf(stderr, "proc_vs_map: --mapper-cpu %lld and --scanner-cpu %lld must be "
-				"different CPUs below %ld (this machine's count)\n",
-			opt.mapper_cpu, opt.scanner_cpu, ncpu);
-		usage(stderr);
-		exit(MG_EXIT_USAGE);
-	}
+	if (opt.mapper_cpu == opt.scanner_cpu)
+		mg_usage_error("proc_vs_map", usage, "--mapper-cpu and --scanner-cpu are both CPU %lld: "
+			       "the method wants them apart", opt.mapper_cpu);
 }
 
 /* ---- counters ------------------------------------------------------------- */

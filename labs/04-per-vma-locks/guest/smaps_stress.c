@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define EXP "smaps-stress"
@@ -124,8 +123,8 @@ static void *churn_faults(void *arg)
 	return arg;
 }
 
-/* The child: set up, report ready on `ready_fd`, churn (unless quiet) until killed. */
-static void __attribute__((noreturn)) target(int ready_fd, bool quiet)
+/* The child: set up, report ready on `ready_fd`, churn (unless *quiet) until killed. */
+static void __attribute__((noreturn)) target(int ready_fd, void *quiet)
 {
 	static void *(*const churn[])(void *) = { churn_mprotect, churn_holes, churn_faults };
 	char *stable, *fault;
@@ -142,7 +141,7 @@ static void __attribute__((noreturn)) target(int ready_fd, bool quiet)
 		_exit(1);
 	for (size_t i = 0; i < STABLE_PAGES; i++)
 		stable[i * PG] = 1;
-	for (size_t i = 0; !quiet && i < sizeof(churn) / sizeof(churn[0]); i++)
+	for (size_t i = 0; !*(bool *)quiet && i < sizeof(churn) / sizeof(churn[0]); i++)
 		if (pthread_create(&t, NULL, churn[i], NULL))
 			_exit(1);
 	if (write(ready_fd, "r", 1) != 1)
@@ -153,42 +152,9 @@ static void __attribute__((noreturn)) target(int ready_fd, bool quiet)
 
 static pid_t spawn_target(bool quiet)
 {
-	int fds[2];
-	char c;
-	pid_t pid;
+	char ready;
 
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		target(fds[1], quiet);
-	}
-	close(fds[1]);
-	if (pid > 0) {
-		mg_register_child(pid);
-		if (read(fds[0], &c, 1) != 1) { /* it died during setup */
-			waitpid(pid, NULL, 0);
-			mg_unregister_child(pid);
-			pid = -1;
-		}
-	}
-	close(fds[0]);
-	return pid;
-}
-
-/* SIGKILL and reap, bounded: a target stuck in the kernel is a finding. */
-static int kill_target(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	for (int i = 0; i < 10000; i++) {
-		if (waitpid(pid, NULL, WNOHANG) == pid) {
-			mg_unregister_child(pid);
-			return 0;
-		}
-		mg_sleep_us(1000);
-	}
-	return -1;
+	return mg_spawn_ready(target, &quiet, &ready, 1);
 }
 
 /* ---- the readers ------------------------------------------------------- */
@@ -291,7 +257,7 @@ static bool quiet_check(unsigned long long *locked)
 		}
 		read_counters(c1);
 		*locked = (unsigned long long)(c1[0] - c0[0]);
-		kill_target(pid);
+		mg_kill_child(EXP, pid);
 	}
 	mgj_start(&j, "check", EXP);
 	mgj_str(&j, "check", "quiet target: smaps_rollup_vma_lock 0 and 1 print the same rollup, 4 times");
@@ -368,8 +334,7 @@ int main(int argc, char **argv)
 		if (now >= next_kill) {
 			if (pid > 0) {
 				__atomic_fetch_add(&kill_epoch, 1, __ATOMIC_ACQ_REL);
-				if (kill_target(pid)) {
-					mg_error(EXP, "target %d did not die within 10 s of SIGKILL", (int)pid);
+				if (mg_kill_child(EXP, pid)) {
 					ok = false;
 					break;
 				}
@@ -392,10 +357,8 @@ int main(int argc, char **argv)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < opt.readers; i++)
 		pthread_join(rt[i], NULL);
-	if (pid > 0 && kill_target(pid)) {
-		mg_error(EXP, "target %d did not die within 10 s of SIGKILL", (int)pid);
+	if (pid > 0 && mg_kill_child(EXP, pid))
 		ok = false;
-	}
 	quiet_ok = ok && !mg_stop_signal && quiet_check(&quiet_locked);
 	read_counters(c1);
 	mg_restore_all();

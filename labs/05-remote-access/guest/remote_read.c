@@ -83,22 +83,13 @@ static void parse_args(int argc, char **argv)
 		MG_INT("slot-ms", &opt.slot_ms, 100, 10000, 300),
 		MG_INT("mem-bytes", &opt.mem_bytes, 8, 1048576, MG_NO_QUICK),
 		MG_INT("pause-us", &opt.pause_us, 0, 100000, MG_NO_QUICK),
-		MG_INT("target-cpu", &opt.target_cpu, 0, 63, MG_NO_QUICK),
-		MG_INT("reader-cpu", &opt.reader_cpu, 0, 63, MG_NO_QUICK),
+		MG_CPU("target-cpu", &opt.target_cpu),
+		MG_CPU("reader-cpu", &opt.reader_cpu),
 		MG_INT("part", &opt.part, 0, 2, MG_NO_QUICK),
 		MG_OPTS_END,
 	};
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	opt.quick = mg_parse_opts("remote_read", argc, argv, o, usage);
-	if (opt.reader_cpu < 0)
-		opt.reader_cpu = ncpu - 1;
-	if (opt.target_cpu >= ncpu || opt.reader_cpu >= ncpu) {
-		fprintf(stderr, "remote_read: --target-cpu %lld and --reader-cpu %lld must be below "
-				"%ld (this machine's CPU count)\n", opt.target_cpu, opt.reader_cpu, ncpu);
-		usage(stderr);
-		exit(MG_EXIT_USAGE);
-	}
 }
 
 /* ---- switch and counters ---------------------------------------------------------- */

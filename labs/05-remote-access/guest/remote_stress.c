@@ -273,8 +273,7 @@ int main(int argc, char **argv)
 		uint64_t now = mg_now_ns();
 
 		if (now >= next_kill) { /* readers go on reading the old target while it dies */
-			if (pid > 0 && kill_target(pid)) {
-				mg_error(EXP, "target %d did not die within 10 s of SIGKILL", (int)pid);
+			if (pid > 0 && mg_kill_child(EXP, pid)) {
 				ok = false;
 				break;
 			}
@@ -297,10 +296,8 @@ int main(int argc, char **argv)
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
-	if (pid > 0 && kill_target(pid)) {
-		mg_error(EXP, "target %d did not die within 10 s of SIGKILL", (int)pid);
+	if (pid > 0 && mg_kill_child(EXP, pid))
 		ok = false;
-	}
 	quiet_ok = ok && !mg_stop_signal && quiet_check(vvar);
 	read_counters(c1);
 	mg_restore_all();

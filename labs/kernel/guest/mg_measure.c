@@ -56,8 +56,7 @@ int mg_parse_ll_list(const char *s, long long min, long long max, long long *out
 	}
 }
 
-static void __attribute__((noreturn, format(printf, 3, 4)))
-usage_error(const char *prog, void (*usage)(FILE *), const char *fmt, ...)
+void mg_usage_error(const char *prog, void (*usage)(FILE *), const char *fmt, ...)
 {
 	va_list ap;
 
@@ -75,6 +74,7 @@ bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt 
 {
 	struct option lo[MG_MAX_OPTS + 3];
 	bool set[MG_MAX_OPTS] = { false }, quick = false;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t n = 0;
 	int c, i = 0;
 
@@ -97,23 +97,32 @@ bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt 
 		} else if (c == 'q') {
 			quick = true;
 		} else if (c != 'o') {
-			usage_error(prog, usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+			mg_usage_error(prog, usage, "unknown or incomplete option '%s'", argv[optind - 1]);
 		} else if (o[i].str) {
 			*o[i].str = optarg;
 		} else if (!o[i].val) {
 			*o[i].flag = o[i].flag_value;
 		} else if (!mg_parse_ll(optarg, o[i].min, o[i].max, o[i].val) || (o[i].even && *o[i].val % 2)) {
-			usage_error(prog, usage, "--%s: expected %s in %lld..%lld, got '%s'", o[i].name,
+			mg_usage_error(prog, usage, "--%s: expected %s in %lld..%lld, got '%s'", o[i].name,
 				    o[i].even ? "an even integer" : "an integer", o[i].min, o[i].max, optarg);
 		} else {
 			set[i] = true;
 		}
 	}
 	if (optind < argc)
-		usage_error(prog, usage, "unexpected argument '%s'", argv[optind]);
+		mg_usage_error(prog, usage, "unexpected argument '%s'", argv[optind]);
 	for (size_t k = 0; quick && k < n; k++)
 		if (o[k].val && o[k].quick != MG_NO_QUICK && !set[k])
 			*o[k].val = o[k].quick;
+	for (size_t k = 0; k < n; k++) {
+		if (!o[k].cpu)
+			continue;
+		if (*o[k].val < 0) /* the default: the last CPU */
+			*o[k].val = ncpu - 1;
+		if (*o[k].val >= ncpu)
+			mg_usage_error(prog, usage, "--%s %lld: this machine has %ld CPUs (0..%ld)",
+				       o[k].name, *o[k].val, ncpu, ncpu - 1);
+	}
 	return quick;
 }
 

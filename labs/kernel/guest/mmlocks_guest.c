@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,6 +176,53 @@ void mg_unregister_child(pid_t pid)
 	for (int i = 0; i < MG_MAX_CHILDREN; i++)
 		if (children[i] == pid)
 			children[i] = 0;
+}
+
+pid_t mg_spawn_ready(void (*setup)(int ready_fd, void *arg), void *arg, void *msg, size_t len)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		setup(fds[1], arg);
+		_exit(1);
+	}
+	close(fds[1]);
+	if (pid > 0) {
+		mg_register_child(pid);
+		if (read(fds[0], msg, len) != (ssize_t)len) { /* it died during setup */
+			waitpid(pid, NULL, __WALL);
+			mg_unregister_child(pid);
+			pid = -1;
+		}
+	}
+	close(fds[0]);
+	return pid;
+}
+
+int mg_kill_child(const char *experiment, pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	for (int ms = 0; ms < 10000; ms++) {
+		pid_t r = waitpid(pid, &st, __WALL | WNOHANG);
+
+		if (r == pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			mg_unregister_child(pid);
+			return 0;
+		}
+		if (r < 0)
+			break;
+		if (r == 0)
+			mg_sleep_us(1000);
+	}
+	mg_error(experiment, "child %d did not die within 10 s of SIGKILL", (int)pid);
+	return -1;
 }
 
 void mg_restore_all(void)

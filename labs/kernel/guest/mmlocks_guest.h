@@ -66,22 +66,24 @@ int mg_parse_ll_list(const char *s, long long min, long long max, long long *out
 /*
  * One option of a guest program's command line, "--name". An integer
  * option (val set) takes a whole number in [min, max] (even, if asked) and
- * under --quick becomes `quick` unless given (MG_NO_QUICK: keep it). A flag
- * option (val NULL) sets *flag to flag_value. A string option (str set)
- * points *str at its argument; the program checks it.
+ * under --quick becomes `quick` unless given (MG_NO_QUICK: keep it). A CPU
+ * option is an integer that must name an online CPU; a negative default
+ * means the last one. A flag option (val NULL) sets *flag to flag_value. A
+ * string option (str set) points *str at its argument; the program checks it.
  */
 struct mg_opt {
 	const char *name;
 	long long *val, min, max, quick;
-	bool even;
+	bool even, cpu;
 	bool *flag, flag_value;
 	const char **str;
 };
 
-/* Table entries: an integer, an even integer, a flag; MG_OPTS_END ends it. */
+/* Table entries: an integer, an even integer, a CPU, a flag, a string; MG_OPTS_END ends it. */
 #define MG_INT(n, v, lo, hi, q) { .name = (n), .val = (v), .min = (lo), .max = (hi), .quick = (q) }
 #define MG_EVEN(n, v, lo, hi, q) \
 	{ .name = (n), .val = (v), .min = (lo), .max = (hi), .quick = (q), .even = true }
+#define MG_CPU(n, v) { .name = (n), .val = (v), .min = 0, .max = 63, .quick = MG_NO_QUICK, .cpu = true }
 #define MG_FLAG(n, f, value) { .name = (n), .flag = (f), .flag_value = (value) }
 #define MG_STR(n, s) { .name = (n), .str = (s) }
 #define MG_OPTS_END { .name = NULL }
@@ -94,6 +96,9 @@ struct mg_opt {
  */
 bool mg_parse_opts(const char *prog, int argc, char **argv, const struct mg_opt *opts,
 		   void (*usage)(FILE *));
+/* "PROG: what is wrong" and usage(stderr) on stderr, exit MG_EXIT_USAGE: for checks across options. */
+void mg_usage_error(const char *prog, void (*usage)(FILE *), const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 3, 4)));
 
 /* ---- files, knobs and their restoration ------------------------------- */
 
@@ -124,6 +129,19 @@ void mg_restore_all(void);
 void mg_on_restore(void (*fn)(void));
 void mg_register_child(pid_t pid);
 void mg_unregister_child(pid_t pid);
+/*
+ * Fork a child that runs setup(ready_fd, arg): it sets itself up, writes
+ * len bytes to ready_fd (the parent gets them in msg), then goes on until
+ * it is killed; it _exit()s on a failure. The child is registered; -1 if
+ * fork failed or the child died before writing them (it is reaped then).
+ */
+pid_t mg_spawn_ready(void (*setup)(int ready_fd, void *arg), void *arg, void *msg, size_t len);
+/*
+ * SIGKILL a child and reap it within 10 s (waitpid __WALL: the caller may
+ * be its tracer); 0 once reaped and unregistered. -1, after an error record
+ * of `experiment`, if it is still there: a child stuck in the kernel.
+ */
+int mg_kill_child(const char *experiment, pid_t pid);
 /* Set by the signal handler before it restores; loops may poll it. */
 extern volatile int mg_stop_signal;
 

@@ -186,7 +186,7 @@ bool quiet_check(unsigned long vvar)
 			counted = counted && (i == C_MMAP ? d[k][i] > 0 : d[k][i] == 0);
 	if (fd >= 0)
 		close(fd);
-	if (pid > 0 && kill_target(pid))
+	if (pid > 0 && mg_kill_child(EXP, pid))
 		ok = false;
 	mgj_start(&j, "check", EXP);
 	mgj_str(&j, "check", "quiet target: switch 0 and 1 return the same bytes and errors; 1 counts "

@@ -4,11 +4,9 @@
 #include "remote_stress/target.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 const struct region regions[R_NR] = {
@@ -86,8 +84,9 @@ static void *churn_dontneed(void *arg)
 }
 
 /* The child: map and fill, report ready (with the tid to ptrace), churn unless quiet. */
-static void __attribute__((noreturn)) target(int ready_fd, bool quiet)
+static void __attribute__((noreturn)) target(int ready_fd, void *quiet_p)
 {
+	bool quiet = *(bool *)quiet_p;
 	static void *(*const churn[])(void *) = { churn_mprotect, churn_holes, churn_mremap,
 						   churn_dontneed };
 	pthread_t t;
@@ -120,46 +119,7 @@ static void __attribute__((noreturn)) target(int ready_fd, bool quiet)
 
 pid_t spawn_target(bool quiet, pid_t *tid)
 {
-	int fds[2];
-	pid_t pid;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		target(fds[1], quiet);
-	}
-	close(fds[1]);
-	if (pid > 0) {
-		mg_register_child(pid);
-		if (read(fds[0], tid, sizeof(*tid)) != sizeof(*tid)) { /* died during setup */
-			waitpid(pid, NULL, __WALL);
-			mg_unregister_child(pid);
-			pid = -1;
-		}
-	}
-	close(fds[0]);
-	return pid;
-}
-
-/* SIGKILL and reap, bounded (a target stuck in the kernel is a finding). We may be its tracer. */
-int kill_target(pid_t pid)
-{
-	int st;
-
-	kill(pid, SIGKILL);
-	for (int i = 0; i < 10000; i++) {
-		pid_t r = waitpid(pid, &st, __WALL | WNOHANG);
-
-		if (r == pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
-			mg_unregister_child(pid);
-			return 0;
-		}
-		if (r == 0)
-			mg_sleep_us(1000);
-	}
-	return -1;
+	return mg_spawn_ready(target, &quiet, tid, sizeof(*tid));
 }
 
 /* Pick a region and a range starting in it: often across a VMA boundary or the region's end. */

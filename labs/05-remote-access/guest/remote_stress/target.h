@@ -38,7 +38,6 @@ void pick(unsigned int *seed, bool writer, unsigned long *addr, size_t *len);
 int region_of(unsigned long addr);
 /* Fork a target (quiet: no churn threads); *tid is its idle thread, to ptrace. -1 on failure. */
 pid_t spawn_target(bool quiet, pid_t *tid);
-/* SIGKILL and reap it (we may be its tracer), within 10 s; -1 if it is stuck. */
-int kill_target(pid_t pid);
+/* (mg_kill_child() kills and reaps it.) */
 
 #endif

@@ -54,25 +54,6 @@ bool us_counters_read(long long v[US_NR])
 	return true;
 }
 
-/* region: maps-line */
-bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *path, size_t n)
-{
-	unsigned long lo, hi, pgoff;
-	char perms[8];
-	int pos = 0;
-
-	if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &pgoff, &pos) != 4 || !pos)
-		return false;
-	if (addr < lo || addr >= hi || line[pos] != '/')
-		return false;
-	if (strcspn(line + pos, "\n") >= n)
-		return false;
-	snprintf(path, n, "%.*s", (int)strcspn(line + pos, "\n"), line + pos);
-	*off = pgoff + (addr - lo);
-	return true;
-}
-/* endregion: maps-line */
-
 bool us_find_target(struct us_target *t)
 {
 	char line[512];

@@ -38,8 +38,9 @@ struct us_target {
 };
 
 /*
- * One /proc/self/maps line: if it maps addr from a file, the file offset of
- * addr and the path. False for other lines, anonymous mappings and junk.
+ * One /proc/self/maps line (maps.c): if it maps addr from a file with 'x',
+ * the file offset of addr and the path (spaces kept). False for other
+ * lines, non-exec, anonymous and [named] mappings, a deleted file, junk.
  */
 bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *path, size_t n);
 /* Find us_probed() in /proc/self/maps; false after an error record. */

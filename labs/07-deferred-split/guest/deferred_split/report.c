@@ -110,6 +110,31 @@ static long long vm_sum(struct ds_cell cells[][NSIZES][2], int reps, int pos, in
 	return t;
 }
 
+/* A summary row's head: metric, unit, the medians of the two positions and their ratio. */
+static void summary_start(struct mg_json *j, const char *metric, const char *unit,
+			  const struct spread *b, const struct spread *a)
+{
+	mgj_start(j, "summary", DS_EXP);
+	mgj_str(j, "metric", metric);
+	mgj_str(j, "unit", unit);
+	mgj_num(j, "before", b->med);
+	mgj_num(j, "after", a->med);
+	mgj_num(j, "ratio", a->med > 0 ? b->med / a->med : -1);
+}
+
+/* Its positions and spreads: the measured size, then one thread and two per vCPU. */
+static void summary_spreads(struct mg_json *j, struct ds_cell cells[][NSIZES][2], int reps,
+			    const int sizes[NSIZES], enum field f)
+{
+	mgj_str(j, "before_label", "early check off (0)");
+	mgj_str(j, "after_label", "6.12 early check (1)");
+	mgj_int(j, "runs", reps);
+	mgj_int(j, "threads", sizes[1]);
+	before_after(j, cells, reps, 1, f, "");
+	before_after(j, cells, reps, 0, f, "one_thread_");
+	before_after(j, cells, reps, 2, f, "two_per_vcpu_");
+}
+
 /* region: summary */
 void ds_summary_records(struct ds_cell cells[][NSIZES][2], int reps, const int sizes[NSIZES])
 {
@@ -121,22 +146,11 @@ void ds_summary_records(struct ds_cell cells[][NSIZES][2], int reps, const int s
 	char m[128];
 
 	snprintf(m, sizeof(m), "split_queue_lock acquisitions per partial THP unmap, %d threads", sizes[1]);
-	mgj_start(&j, "summary", DS_EXP);
-	mgj_str(&j, "metric", m);
-	mgj_str(&j, "unit", "");
-	mgj_num(&j, "before", lb.med);
-	mgj_num(&j, "after", la.med);
-	mgj_num(&j, "ratio", la.med > 0 ? lb.med / la.med : -1);
+	summary_start(&j, m, "", &lb, &la);
 	mgj_str(&j, "published", "no published count (the seed's figure is system time)");
 	mgj_str(&j, "goal", ">= 10x fewer");
 	mgj_bool(&j, "pass", la.med > 0 && lb.med >= 10 * la.med);
-	mgj_str(&j, "before_label", "early check off (0)");
-	mgj_str(&j, "after_label", "6.12 early check (1)");
-	mgj_int(&j, "runs", reps);
-	mgj_int(&j, "threads", sizes[1]);
-	before_after(&j, cells, reps, 1, F_LOCK, "");
-	before_after(&j, cells, reps, 0, F_LOCK, "one_thread_");
-	before_after(&j, cells, reps, 2, F_LOCK, "two_per_vcpu_");
+	summary_spreads(&j, cells, reps, sizes, F_LOCK);
 	for (int pos = 0; pos < 2; pos++) {
 		static const char *const k[2][4] = {
 			{ "thp_fault_alloc_before", "thp_deferred_split_page_before",
@@ -152,12 +166,7 @@ void ds_summary_records(struct ds_cell cells[][NSIZES][2], int reps, const int s
 	mgj_emit(&j);
 
 	snprintf(m, sizeof(m), "system time per partial THP unmap, %d threads", sizes[1]);
-	mgj_start(&j, "summary", DS_EXP);
-	mgj_str(&j, "metric", m);
-	mgj_str(&j, "unit", "us");
-	mgj_num(&j, "before", sb.med);
-	mgj_num(&j, "after", sa.med);
-	mgj_num(&j, "ratio", sa.med > 0 ? sb.med / sa.med : -1);
+	summary_start(&j, m, "us", &sb, &sa);
 	mgj_str(&j, "published", "12504 s -> 5047 s system time, 96 CPUs");
 	mgj_str(&j, "source", "seed 003 (Yin Fengwei), make LD=ld.lld -skj96 allmodconfig all");
 	/* Lower beyond the spread: every repetition with the check below every one without. */
@@ -166,14 +175,8 @@ void ds_summary_records(struct ds_cell cells[][NSIZES][2], int reps, const int s
 	mgj_str(&j, "note", "an uncontended split_queue_lock costs far less than the madvise() "
 		"around it; the seed's gain needs many CPUs on one node's queue "
 		"(guest/README.md: VCPUS=)");
-	mgj_str(&j, "before_label", "early check off (0)");
-	mgj_str(&j, "after_label", "6.12 early check (1)");
 	mgj_str(&j, "baseline_label", "1 thread, early check (1)");
-	mgj_int(&j, "runs", reps);
-	mgj_int(&j, "threads", sizes[1]);
-	before_after(&j, cells, reps, 1, F_SYS, "");
-	before_after(&j, cells, reps, 0, F_SYS, "one_thread_");
-	before_after(&j, cells, reps, 2, F_SYS, "two_per_vcpu_");
+	summary_spreads(&j, cells, reps, sizes, F_SYS);
 	before_after(&j, cells, reps, 1, F_OPS, "ops_per_s_");
 	for (int i = 0; i < reps; i++) {
 		/* per-repetition values for the plot, in ns (mgj_num_array divides) */

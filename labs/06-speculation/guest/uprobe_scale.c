@@ -21,9 +21,9 @@
 #define LAT_CAP (1 << 17)
 
 static struct {
-	long long threads, ms, reps, pause_us, nice, stress, timeout;
+	long long threads, ms, reps, pause_us, nice, stress, rereg, timeout;
 	bool quick;
-} opt = { 0, 1500, 5, 200, 15, 0, 120, false };
+} opt = { 0, 1500, 5, 200, 15, 0, 0, 120, false };
 
 static const char *const pos_label[NPOS] = { "switch 0 (stock: mmap_read_lock)",
 					     "switch 1 (speculation)", "no uprobe" };
@@ -32,7 +32,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: uprobe_scale [--quick] [--threads N] [--ms M] [--reps R] [--pause-us P]\n"
-		"                    [--nice K] [--stress S] [--timeout T]\n"
+		"                    [--nice K] [--stress S] [--rereg R] [--timeout T]\n"
 		"\n"
 		"Experiment \"uprobe-speculation\" (needs the patched mmlocks 6.12 kernel, patch 0011,\n"
 		"and CONFIG_UPROBE_EVENTS). N threads call a small function in a tight loop; a\n"
@@ -62,12 +62,19 @@ static void usage(FILE *f)
 		"                children that hit the probe and exit, and the main thread flips\n"
 		"                uprobe_speculate every 200 ms and unregisters and re-registers\n"
 		"                the uprobe every second; for debug kernels (0..3600, default 0)\n"
+		"  --rereg R     instead: does a re-registered uprobe keep trapping? Hitters call\n"
+		"                the function in the text and in a second mapping; a first window\n"
+		"                of M ms, then R rounds (switch 0, 1, 0, ...) of: unregister and\n"
+		"                register again (tracefs enable 0, 1) while they call, count M ms;\n"
+		"                the same with them parked, count M ms. Per window: calls,\n"
+		"                the event's hits (uprobe_profile), the kernel's lookups, and\n"
+		"                whether each address holds the int3 (0..100, default 0)\n"
 		"  --timeout T   bound on the whole program, s (10..7200, default 120; quick 60)\n"
 		"  --quick       small, fast settings (a few seconds under TCG)\n"
 		"  --help        this text\n"
 		"\n"
 		"Output: JSON lines on stdout (info, one sample per cell, table rows with the\n"
-		"counters, two summary rows; or one stress record).\n"
+		"counters, two summary rows; or one stress record; or one rereg record per window).\n"
 		"Exit: 0 ok, 1 failed, 2 usage, 3 wrong kernel (no patch 0011 knobs or no\n"
 		"uprobe_events).\n",
 		MAX_THREADS, MAX_REPS);
@@ -165,14 +172,38 @@ static bool measure(int rep, int pos, int nthreads, struct cell *c)
  * The mapper's figures of a cell, once the mapper has stopped (it may still
  * be adding the cell's last call when the cell ends).
  */
-static void emit_cell(int rep, int pos, struct cell *c)
+static void cell_stats(int rep, int pos, struct cell *c)
 {
 	struct mg_lat *l = &lat[rep * NPOS + pos];
-	struct mg_json j;
 
 	c->ops = (long long)l->count / 2;
 	c->p50_us = (double)mg_lat_pct(l, 50) / 1e3;
 	c->p99_us = (double)mg_lat_pct(l, 99) / 1e3;
+}
+
+/*
+ * The mapper's calls slower than the no-uprobe cell's p99 of the same
+ * repetition (about 1 % of a cell's calls if the hitters changed nothing).
+ * The test of the fallback reading: a lookup that goes to mmap_read_lock()
+ * can delay at most two of the mapper's calls (the one whose
+ * mmap_write_unlock() wakes it, and the next, whose mmap_write_lock() waits
+ * for it to run and leave), so more slow calls than twice the lookups under
+ * the lock cannot all be the fallbacks' doing.
+ */
+static long long slow_calls(int rep, int pos)
+{
+	struct mg_lat *l = &lat[rep * NPOS + pos];
+	uint64_t limit = (uint64_t)(cells[rep][POS_BASE].p99_us * 1e3);
+	long long n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		n += l->v[i] > limit;
+	return n;
+}
+
+static void emit_cell(int rep, int pos, struct cell *c)
+{
+	struct mg_json j;
 
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "rep", rep + 1);
@@ -185,6 +216,8 @@ static void emit_cell(int rep, int pos, struct cell *c)
 	mgj_int(&j, "mapper_pairs", c->ops);
 	mgj_num(&j, "mapper_p50_us", c->p50_us);
 	mgj_num(&j, "mapper_p99_us", c->p99_us);
+	mgj_int(&j, "mapper_calls", (long long)lat[rep * NPOS + pos].n);
+	mgj_int(&j, "mapper_calls_over_no_uprobe_p99", slow_calls(rep, pos));
 	for (int i = 0; i < US_NR; i++)
 		mgj_int(&j, us_counter_names[i], c->cnt[i]);
 	mgj_emit(&j);
@@ -338,6 +371,7 @@ static void info_record(long nproc, int nthreads, const struct us_target *t)
 	mgj_int(&j, "mapper_pause_us", opt.pause_us);
 	mgj_int(&j, "hitter_nice", opt.nice);
 	mgj_int(&j, "stress_s", opt.stress);
+	mgj_int(&j, "rereg_rounds", opt.rereg);
 	mgj_str(&j, "probe_file", t->path);
 	mgj_int(&j, "probe_offset", (long long)t->file_off);
 	mgj_str(&j, "tracefs", us_tracefs());
@@ -361,6 +395,7 @@ int main(int argc, char **argv)
 		MG_INT("pause-us", &opt.pause_us, 0, 100000, MG_NO_QUICK),
 		MG_INT("nice", &opt.nice, 0, 19, MG_NO_QUICK),
 		MG_INT("stress", &opt.stress, 0, 3600, MG_NO_QUICK),
+		MG_INT("rereg", &opt.rereg, 0, 100, MG_NO_QUICK),
 		MG_INT("timeout", &opt.timeout, 10, 7200, 60),
 		MG_OPTS_END,
 	};
@@ -398,6 +433,12 @@ int main(int argc, char **argv)
 		mg_restore_all();
 		return ok && !mg_stop_signal ? MG_EXIT_OK : MG_EXIT_FAIL;
 	}
+	if (opt.rereg) {
+		bool ok = us_rereg(&t, nthreads, opt.rereg, opt.ms);
+
+		mg_restore_all();
+		return ok ? MG_EXIT_OK : MG_EXIT_FAIL;
+	}
 
 	w.pause_us = (unsigned long)opt.pause_us;
 	for (int i = 0; i < opt.reps * NPOS; i++)
@@ -420,6 +461,9 @@ int main(int argc, char **argv)
 	mg_restore_all();
 	if (mg_stop_signal)
 		return MG_EXIT_FAIL;
+	for (int rep = 0; rep < opt.reps; rep++)
+		for (int pos = 0; pos < NPOS; pos++)
+			cell_stats(rep, pos, &cells[rep][pos]);
 	for (int rep = 0; rep < opt.reps; rep++)
 		for (int pos = 0; pos < NPOS; pos++)
 			emit_cell(rep, pos, &cells[rep][pos]);

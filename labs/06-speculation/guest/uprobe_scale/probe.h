@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define US_EXP "uprobe-speculation"
 #define US_KNOB MG_KNOBS "/uprobe_speculate"
@@ -46,6 +47,26 @@ bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *pa
 bool us_find_target(struct us_target *t);
 
 /*
+ * A second private mapping of the page that holds us_probed() (PROT_READ |
+ * PROT_EXEC, from an O_RDONLY descriptor of the same file): uprobes installs
+ * the breakpoint in it too. fn is us_probed() there.
+ */
+struct us_alias {
+	void *page;
+	us_fn fn;
+	int fd;
+	off_t off;
+};
+/* Map it; false after an error record. */
+bool us_map_alias(const struct us_target *t, struct us_alias *a);
+
+/*
+ * The byte at addr as this process's page tables map it, read through
+ * /proc/self/mem (what uprobe_write_opcode() left there), or -1.
+ */
+int us_mem_byte(uintptr_t addr);
+
+/*
  * The tracefs directory with uprobe_events (/sys/kernel/tracing, else
  * debugfs' tracing/), or NULL: a kernel without CONFIG_UPROBE_EVENTS.
  */
@@ -60,6 +81,12 @@ bool us_probe_add(const struct us_target *t);
 int us_probe_enable(bool on);
 /* Disable and delete the event; async-signal-safe, idempotent. */
 void us_probe_remove(void);
+/*
+ * The event's hit count in tracefs uprobe_profile (trace_uprobe's nhits,
+ * counted by uprobe_dispatcher(), i.e. by handler_chain() for each hit the
+ * kernel matched to the uprobe), or -1.
+ */
+long long us_probe_hits(void);
 
 /*
  * --stress: `hitters` threads hit the probe for `seconds` while the mappings
@@ -68,5 +95,16 @@ void us_probe_remove(void);
  * exercised.
  */
 bool us_stress(const struct us_target *t, int hitters, long long seconds);
+
+/*
+ * --rereg R: does a uprobe that is unregistered and registered again
+ * (tracefs enable 0, 1) keep trapping? Hitters call us_probed() through the
+ * text and through an alias; after a first window, R rounds each
+ * re-register once while they run ("hot") and once while they are parked
+ * ("cold"), then count a window of ms: calls, the uprobe's hits and the
+ * kernel's lookups, and the byte at each address. One "rereg" record per
+ * window; false if a tracefs write failed.
+ */
+bool us_rereg(const struct us_target *t, int hitters, long long rounds, long long ms);
 
 #endif

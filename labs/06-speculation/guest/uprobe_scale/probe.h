@@ -5,7 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
+
+#include "mmlocks_guest.h"
 
 #define US_EXP "uprobe-speculation"
 #define US_KNOB MG_KNOBS "/uprobe_speculate"
@@ -22,6 +25,9 @@
  */
 long us_probed(long x);
 typedef long (*us_fn)(long);
+
+/* The usage text (uprobe_scale --help). */
+void us_usage(FILE *f, int max_threads, int max_reps);
 
 /* patch 0011's counters, /sys/kernel/debug/mmlocks/<name> */
 enum us_counter {
@@ -106,5 +112,31 @@ bool us_stress(const struct us_target *t, int hitters, long long seconds);
  * window; false if a tracefs write failed.
  */
 bool us_rereg(const struct us_target *t, int hitters, long long rounds, long long ms);
+
+/*
+ * --tag-fallbacks: the mapper of the measurement (mmap() and munmap() of one
+ * page, pause_us between pairs, latencies into lat[phase]) that also reads
+ * uprobe_mmap_locked before and after each pair, outside the timed calls, and
+ * tags both calls of a pair in tag[phase][]: 1 if a lookup went to
+ * mmap_read_lock() between the read before the previous pair and the read
+ * after this one, 0 if none did, 2 if a read failed.
+ */
+struct us_tagged {
+	const int *phase;
+	struct mg_lat *lat;
+	unsigned char **tag;
+	unsigned long pause_us;
+};
+void *us_tagged_writer(void *w);
+
+/*
+ * Calls of l slower than limit: all of them, and (with tags) the tagged and
+ * untagged calls and the slow ones of each; l in the order the writer added.
+ */
+enum { US_SLOW, US_TAGGED, US_SLOW_TAGGED, US_UNTAGGED, US_SLOW_UNTAGGED, US_SLOW_NR };
+void us_slow_calls(const struct mg_lat *l, const unsigned char *tag, uint64_t limit,
+		   long long out[US_SLOW_NR]);
+/* mg_lat_pct() of a copy: l keeps its order. */
+uint64_t us_pct_copy(const struct mg_lat *l, double pct);
 
 #endif

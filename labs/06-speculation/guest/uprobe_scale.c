@@ -171,11 +171,14 @@ static void emit_cell(int rep, int pos, struct cell *c)
 	mgj_num(&j, "mapper_p99_us", c->p99_us);
 	mgj_int(&j, "mapper_calls", (long long)lat[rep * NPOS + pos].n);
 	mgj_int(&j, "mapper_calls_over_no_uprobe_p99", c->slow[US_SLOW]);
-	if (opt.tag) {
-		mgj_int(&j, "mapper_calls_near_fallback", c->slow[US_TAGGED]);
-		mgj_int(&j, "mapper_slow_calls_near_fallback", c->slow[US_SLOW_TAGGED]);
-		mgj_int(&j, "mapper_calls_no_fallback", c->slow[US_UNTAGGED]);
-		mgj_int(&j, "mapper_slow_calls_no_fallback", c->slow[US_SLOW_UNTAGGED]);
+	for (int t = 0; opt.tag && t < 4; t++) { /* --tag-fallbacks: a lookup under the lock ... */
+		static const char *const when[4] = { "none", "before", "during", "both" };
+		char k[64];
+
+		snprintf(k, sizeof(k), "mapper_calls_fallback_%s", when[t]);
+		mgj_int(&j, k, c->slow[US_CALLS_TAG + t]);
+		snprintf(k, sizeof(k), "mapper_slow_calls_fallback_%s", when[t]);
+		mgj_int(&j, k, c->slow[US_SLOW_TAG + t]);
 	}
 	for (int i = 0; i < US_NR; i++)
 		mgj_int(&j, us_counter_names[i], c->cnt[i]);

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 static uint64_t v[] = { 50, 900, 40, 700, 60, 30, 800, 20 };
-static unsigned char tag[] = { 0, 1, 0, 0, 2, 1, 1, 0 };
+static unsigned char tag[] = { 0, 1, 0, 3, US_TAG_BAD, 2, 1, 0 };
 
 Test(slow_calls, split_by_tag_and_skip_unknown)
 {
@@ -18,11 +18,14 @@ Test(slow_calls, split_by_tag_and_skip_unknown)
 	long long c[US_SLOW_NR];
 
 	us_slow_calls(&l, tag, 100, c);
-	cr_expect_eq(c[US_SLOW], 3);          /* 900, 700, 800 */
-	cr_expect_eq(c[US_TAGGED], 3);        /* 900, 30, 800 */
-	cr_expect_eq(c[US_SLOW_TAGGED], 2);   /* 900, 800 */
-	cr_expect_eq(c[US_UNTAGGED], 4);      /* 50, 40, 700, 20; 60's tag says the read failed */
-	cr_expect_eq(c[US_SLOW_UNTAGGED], 1); /* 700 */
+	cr_expect_eq(c[US_SLOW], 3);                          /* 900, 700, 800 */
+	cr_expect_eq(c[US_CALLS_TAG + 0], 3);                 /* 50, 40, 20 */
+	cr_expect_eq(c[US_SLOW_TAG + 0], 0);
+	cr_expect_eq(c[US_CALLS_TAG + US_TAG_BEFORE], 2);     /* 900, 800 */
+	cr_expect_eq(c[US_SLOW_TAG + US_TAG_BEFORE], 2);
+	cr_expect_eq(c[US_CALLS_TAG + US_TAG_DURING], 1);     /* 30 */
+	cr_expect_eq(c[US_SLOW_TAG + US_TAG_DURING], 0);
+	cr_expect_eq(c[US_SLOW_TAG + 3], 1);                  /* 700; 60's read failed */
 }
 
 Test(slow_calls, strictly_above_the_limit_and_no_tags)
@@ -32,7 +35,8 @@ Test(slow_calls, strictly_above_the_limit_and_no_tags)
 
 	us_slow_calls(&l, NULL, 800, c);
 	cr_expect_eq(c[US_SLOW], 1);
-	cr_expect_eq(c[US_TAGGED] + c[US_UNTAGGED], 0);
+	for (int t = 0; t < 4; t++)
+		cr_expect_eq(c[US_CALLS_TAG + t], 0);
 }
 
 Test(pct_copy, nearest_rank_and_order_kept)

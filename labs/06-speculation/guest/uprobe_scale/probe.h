@@ -116,11 +116,13 @@ bool us_rereg(const struct us_target *t, int hitters, long long rounds, long lon
 /*
  * --tag-fallbacks: the mapper of the measurement (mmap() and munmap() of one
  * page, pause_us between pairs, latencies into lat[phase]) that also reads
- * uprobe_mmap_locked before and after each pair, outside the timed calls, and
- * tags both calls of a pair in tag[phase][]: 1 if a lookup went to
- * mmap_read_lock() between the read before the previous pair and the read
- * after this one, 0 if none did, 2 if a read failed.
+ * uprobe_mmap_locked before, between and after the two calls, outside their
+ * timed parts, and tags each call in tag[phase][]: US_TAG_BEFORE if a lookup
+ * went to mmap_read_lock() during the call before it (for an mmap(), the
+ * previous munmap() and the pause), US_TAG_DURING if one did during the call
+ * itself, both, neither (0), or US_TAG_BAD if a read failed.
  */
+enum { US_TAG_BEFORE = 1, US_TAG_DURING = 2, US_TAG_BAD = 4 };
 struct us_tagged {
 	const int *phase;
 	struct mg_lat *lat;
@@ -130,10 +132,11 @@ struct us_tagged {
 void *us_tagged_writer(void *w);
 
 /*
- * Calls of l slower than limit: all of them, and (with tags) the tagged and
- * untagged calls and the slow ones of each; l in the order the writer added.
+ * Calls of l slower than limit (out[US_SLOW]) and, with tags, the calls and
+ * the slow calls of each tag 0..3 (out[US_CALLS_TAG + t], out[US_SLOW_TAG + t]);
+ * l in the order the writer added.
  */
-enum { US_SLOW, US_TAGGED, US_SLOW_TAGGED, US_UNTAGGED, US_SLOW_UNTAGGED, US_SLOW_NR };
+enum { US_SLOW, US_CALLS_TAG, US_SLOW_TAG = US_CALLS_TAG + 4, US_SLOW_NR = US_SLOW_TAG + 4 };
 void us_slow_calls(const struct mg_lat *l, const unsigned char *tag, uint64_t limit,
 		   long long out[US_SLOW_NR]);
 /* mg_lat_pct() of a copy: l keeps its order. */

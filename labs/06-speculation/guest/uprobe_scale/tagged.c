@@ -3,22 +3,16 @@
 #include "probe.h"
 #include "mmlocks_guest.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
-/* uprobe_mmap_locked through an open descriptor: a pread at 0 reads the sum afresh. */
-static long long locked_now(int fd)
+/* uprobe_mmap_locked, or -1 (a simple_attr file: not seekable, so open, read, close each time). */
+static long long locked_now(const char *path)
 {
-	char buf[32];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	long long v;
 
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return atoll(buf);
+	return mg_read_ll(path, &v) ? -1 : v;
 }
 
 /* region: tagged-writer */
@@ -26,36 +20,36 @@ void *us_tagged_writer(void *arg)
 {
 	const struct us_tagged *w = arg;
 	char path[128];
-	int fd, p;
-	long long prev = -1;
+	int p;
+	long long last = -1; /* the count after the previous call */
 
 	snprintf(path, sizeof(path), MG_KNOBS "/%s", us_counter_names[US_MMAP_LOCKED]);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	while ((p = __atomic_load_n(w->phase, __ATOMIC_ACQUIRE)) != MG_PHASE_STOP) {
-		long long before = locked_now(fd), after;
-		uint64_t t0 = mg_now_ns(), t1, t2;
+		long long r0 = locked_now(path), r1, r2;
+		uint64_t t0 = mg_now_ns(), t1, t2, t3;
 		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		t1 = mg_now_ns();
+		r1 = locked_now(path);
+		t2 = mg_now_ns();
 		if (m != MAP_FAILED)
 			munmap(m, 4096);
-		t2 = mg_now_ns();
-		after = locked_now(fd);
+		t3 = mg_now_ns();
+		r2 = locked_now(path);
 		if (p >= 0 && p == __atomic_load_n(w->phase, __ATOMIC_ACQUIRE) && w->lat[p].n + 2 <= w->lat[p].cap) {
-			/* From before the previous pair (and its pause) to after this one. */
-			unsigned char tag = prev < 0 || before < 0 || after < 0 ? 2 : after > prev;
 			size_t n = w->lat[p].n;
+			bool bad = last < 0 || r0 < 0 || r1 < 0 || r2 < 0;
 
 			mg_lat_add(&w->lat[p], t1 - t0);
-			mg_lat_add(&w->lat[p], t2 - t1);
-			w->tag[p][n] = w->tag[p][n + 1] = tag;
+			mg_lat_add(&w->lat[p], t3 - t2);
+			/* mmap: "before" is the previous munmap, its pause and read; munmap: the mmap */
+			w->tag[p][n] = bad ? US_TAG_BAD : (r0 > last) * US_TAG_BEFORE | (r1 > r0) * US_TAG_DURING;
+			w->tag[p][n + 1] = bad ? US_TAG_BAD : (r1 > r0) * US_TAG_BEFORE | (r2 > r1) * US_TAG_DURING;
 		}
-		prev = before;
+		last = r2;
 		if (w->pause_us)
 			mg_sleep_us(w->pause_us);
 	}
-	if (fd >= 0)
-		close(fd);
 	return NULL;
 }
 /* endregion: tagged-writer */
@@ -67,10 +61,10 @@ void us_slow_calls(const struct mg_lat *l, const unsigned char *tag, uint64_t li
 		bool slow = l->v[i] > limit;
 
 		out[US_SLOW] += slow;
-		if (!tag || tag[i] > 1)
+		if (!tag || tag[i] == US_TAG_BAD)
 			continue;
-		out[tag[i] ? US_TAGGED : US_UNTAGGED]++;
-		out[tag[i] ? US_SLOW_TAGGED : US_SLOW_UNTAGGED] += slow;
+		out[US_CALLS_TAG + tag[i]]++;
+		out[US_SLOW_TAG + tag[i]] += slow;
 	}
 }
 

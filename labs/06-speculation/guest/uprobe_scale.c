@@ -21,65 +21,26 @@
 #define LAT_CAP (1 << 17)
 
 static struct {
-	long long threads, ms, reps, pause_us, nice, stress, timeout;
-	bool quick;
-} opt = { 0, 1500, 5, 200, 15, 0, 120, false };
+	long long threads, ms, reps, pause_us, nice, stress, rereg, timeout;
+	bool quick, tag;
+} opt = { 0, 1500, 5, 200, 15, 0, 0, 120, false, false };
 
 static const char *const pos_label[NPOS] = { "switch 0 (stock: mmap_read_lock)",
 					     "switch 1 (speculation)", "no uprobe" };
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: uprobe_scale [--quick] [--threads N] [--ms M] [--reps R] [--pause-us P]\n"
-		"                    [--nice K] [--stress S] [--timeout T]\n"
-		"\n"
-		"Experiment \"uprobe-speculation\" (needs the patched mmlocks 6.12 kernel, patch 0011,\n"
-		"and CONFIG_UPROBE_EVENTS). N threads call a small function in a tight loop; a\n"
-		"uprobe on it (tracefs uprobe_events \"p:mmlocks/spec EXE:0xOFFSET\", enabled, with\n"
-		"tracing_on 0 so that a hit costs the lookup and not the ring buffer) makes every\n"
-		"call trap into the kernel, whose find_active_uprobe_rcu() maps the address to the\n"
-		"uprobe: under mmap_read_lock (uprobe_speculate 0, stock 6.12) or by mmap_lock\n"
-		"speculation (1). One more thread of the same process mmap()s and munmap()s a page\n"
-		"elsewhere, pausing P us between pairs, and records each call's latency. The\n"
-		"hitters run at nice K, so that the mapper, which sleeps between pairs, gets a\n"
-		"vCPU when it wakes: its latency then shows the lock, not the run queue.\n"
-		"Each repetition runs three cells of M ms, in this order: switch 0, switch 1, no\n"
-		"uprobe (the event disabled: plain calls). Reported: hits/s and the mapper's\n"
-		"p50/p99 per cell, patch 0011's counters per cell (the proof that the switch acted),\n"
-		"and two summary rows (median and spread over the repetitions).\n"
-		"The uprobe is removed and tracefs restored on exit, on errors, on SIGINT/SIGTERM\n"
-		"and when --timeout expires.\n"
-		"\n"
-		"  --threads N   hitter threads (0..%d, default 0 = one per vCPU)\n"
-		"  --ms M        length of one cell, ms (50..60000, default 1500; quick 300)\n"
-		"  --reps R      repetitions (1..%d, default 5; quick 2)\n"
-		"  --pause-us P  the mapper's pause between mmap/munmap pairs (0..100000, default 200)\n"
-		"  --nice K      the hitters' nice value (0..19, default 15)\n"
-		"  --stress S    instead: S seconds of hits through two mappings of the probed\n"
-		"                page while another thread remaps one of them and churns other\n"
-		"                mappings (mmap, mprotect, mremap, munmap), a third forks\n"
-		"                children that hit the probe and exit, and the main thread flips\n"
-		"                uprobe_speculate every 200 ms and unregisters and re-registers\n"
-		"                the uprobe every second; for debug kernels (0..3600, default 0)\n"
-		"  --timeout T   bound on the whole program, s (10..7200, default 120; quick 60)\n"
-		"  --quick       small, fast settings (a few seconds under TCG)\n"
-		"  --help        this text\n"
-		"\n"
-		"Output: JSON lines on stdout (info, one sample per cell, table rows with the\n"
-		"counters, two summary rows; or one stress record).\n"
-		"Exit: 0 ok, 1 failed, 2 usage, 3 wrong kernel (no patch 0011 knobs or no\n"
-		"uprobe_events).\n",
-		MAX_THREADS, MAX_REPS);
+	us_usage(f, MAX_THREADS, MAX_REPS);
 }
 
 struct cell {
 	double seconds, hits_per_s, p50_us, p99_us;
-	long long hits, ops, cnt[US_NR];
+	long long hits, ops, cnt[US_NR], slow[US_SLOW_NR];
 };
 
 static struct cell cells[MAX_REPS][NPOS];
 static struct mg_lat lat[MAX_REPS * NPOS];
+static unsigned char *tags[MAX_REPS * NPOS]; /* --tag-fallbacks */
 static int phase = MG_PHASE_IDLE;
 
 /* ---- the hitters ----------------------------------------------------------- */
@@ -165,14 +126,37 @@ static bool measure(int rep, int pos, int nthreads, struct cell *c)
  * The mapper's figures of a cell, once the mapper has stopped (it may still
  * be adding the cell's last call when the cell ends).
  */
-static void emit_cell(int rep, int pos, struct cell *c)
+static void cell_stats(int rep, int pos, struct cell *c)
 {
 	struct mg_lat *l = &lat[rep * NPOS + pos];
-	struct mg_json j;
 
 	c->ops = (long long)l->count / 2;
 	c->p50_us = (double)mg_lat_pct(l, 50) / 1e3;
 	c->p99_us = (double)mg_lat_pct(l, 99) / 1e3;
+}
+
+/*
+ * The mapper's calls slower than the no-uprobe cell's p99 of the same
+ * repetition (about 1 % of a cell's calls if the hitters changed nothing),
+ * counted before cell_stats() sorts the latencies. The test of the fallback
+ * reading: a lookup that goes to mmap_read_lock() can delay at most two of
+ * the mapper's calls (the one whose mmap_write_unlock() wakes it, and the
+ * next, whose mmap_write_lock() waits for it to run and leave), so more
+ * slow calls than twice the lookups under the lock cannot all be the
+ * fallbacks' doing; --tag-fallbacks says which calls had one nearby.
+ */
+static void count_slow(int rep)
+{
+	uint64_t limit = us_pct_copy(&lat[rep * NPOS + POS_BASE], 99);
+
+	for (int pos = 0; pos < NPOS; pos++)
+		us_slow_calls(&lat[rep * NPOS + pos], tags[rep * NPOS + pos], limit,
+			      cells[rep][pos].slow);
+}
+
+static void emit_cell(int rep, int pos, struct cell *c)
+{
+	struct mg_json j;
 
 	mgj_start(&j, "sample", EXP);
 	mgj_int(&j, "rep", rep + 1);
@@ -185,6 +169,17 @@ static void emit_cell(int rep, int pos, struct cell *c)
 	mgj_int(&j, "mapper_pairs", c->ops);
 	mgj_num(&j, "mapper_p50_us", c->p50_us);
 	mgj_num(&j, "mapper_p99_us", c->p99_us);
+	mgj_int(&j, "mapper_calls", (long long)lat[rep * NPOS + pos].n);
+	mgj_int(&j, "mapper_calls_over_no_uprobe_p99", c->slow[US_SLOW]);
+	for (int t = 0; opt.tag && t < 4; t++) { /* --tag-fallbacks: a lookup under the lock ... */
+		static const char *const when[4] = { "none", "before", "during", "both" };
+		char k[64];
+
+		snprintf(k, sizeof(k), "mapper_calls_fallback_%s", when[t]);
+		mgj_int(&j, k, c->slow[US_CALLS_TAG + t]);
+		snprintf(k, sizeof(k), "mapper_slow_calls_fallback_%s", when[t]);
+		mgj_int(&j, k, c->slow[US_SLOW_TAG + t]);
+	}
 	for (int i = 0; i < US_NR; i++)
 		mgj_int(&j, us_counter_names[i], c->cnt[i]);
 	mgj_emit(&j);
@@ -338,6 +333,8 @@ static void info_record(long nproc, int nthreads, const struct us_target *t)
 	mgj_int(&j, "mapper_pause_us", opt.pause_us);
 	mgj_int(&j, "hitter_nice", opt.nice);
 	mgj_int(&j, "stress_s", opt.stress);
+	mgj_int(&j, "rereg_rounds", opt.rereg);
+	mgj_bool(&j, "tag_fallbacks", opt.tag);
 	mgj_str(&j, "probe_file", t->path);
 	mgj_int(&j, "probe_offset", (long long)t->file_off);
 	mgj_str(&j, "tracefs", us_tracefs());
@@ -361,6 +358,8 @@ int main(int argc, char **argv)
 		MG_INT("pause-us", &opt.pause_us, 0, 100000, MG_NO_QUICK),
 		MG_INT("nice", &opt.nice, 0, 19, MG_NO_QUICK),
 		MG_INT("stress", &opt.stress, 0, 3600, MG_NO_QUICK),
+		MG_INT("rereg", &opt.rereg, 0, 100, MG_NO_QUICK),
+		MG_FLAG("tag-fallbacks", &opt.tag, true),
 		MG_INT("timeout", &opt.timeout, 10, 7200, 60),
 		MG_OPTS_END,
 	};
@@ -368,6 +367,7 @@ int main(int argc, char **argv)
 					    MG_KNOBS "/uprobe_mmap_locked", NULL };
 	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
 	struct mg_writer w = { &phase, lat, 0 };
+	struct us_tagged tw = { &phase, lat, tags, 0 };
 	struct us_target t;
 	pthread_t mapper;
 	int nthreads;
@@ -398,11 +398,23 @@ int main(int argc, char **argv)
 		mg_restore_all();
 		return ok && !mg_stop_signal ? MG_EXIT_OK : MG_EXIT_FAIL;
 	}
+	if (opt.rereg) {
+		bool ok = us_rereg(&t, nthreads, opt.rereg, opt.ms);
 
-	w.pause_us = (unsigned long)opt.pause_us;
-	for (int i = 0; i < opt.reps * NPOS; i++)
+		mg_restore_all();
+		return ok ? MG_EXIT_OK : MG_EXIT_FAIL;
+	}
+
+	w.pause_us = tw.pause_us = (unsigned long)opt.pause_us;
+	for (int i = 0; i < opt.reps * NPOS; i++) {
 		mg_lat_init(&lat[i], LAT_CAP);
-	if (pthread_create(&mapper, NULL, mg_mmap_writer, &w)) {
+		if (opt.tag && !(tags[i] = calloc(LAT_CAP, 1))) {
+			mg_error(EXP, "out of memory for the mapper's tags");
+			return MG_EXIT_FAIL;
+		}
+	}
+	if (pthread_create(&mapper, NULL, opt.tag ? us_tagged_writer : mg_mmap_writer,
+			   opt.tag ? (void *)&tw : (void *)&w)) {
 		mg_error(EXP, "cannot start the mapper thread");
 		return MG_EXIT_FAIL;
 	}
@@ -420,6 +432,11 @@ int main(int argc, char **argv)
 	mg_restore_all();
 	if (mg_stop_signal)
 		return MG_EXIT_FAIL;
+	for (int rep = 0; rep < opt.reps; rep++) {
+		count_slow(rep);
+		for (int pos = 0; pos < NPOS; pos++)
+			cell_stats(rep, pos, &cells[rep][pos]);
+	}
 	for (int rep = 0; rep < opt.reps; rep++)
 		for (int pos = 0; pos < NPOS; pos++)
 			emit_cell(rep, pos, &cells[rep][pos]);

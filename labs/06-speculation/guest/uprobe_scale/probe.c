@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* push/mov/lea/pop/ret, 64-byte aligned: never across a page boundary. */
@@ -75,6 +77,36 @@ bool us_find_target(struct us_target *t)
 	return found;
 }
 
+bool us_map_alias(const struct us_target *t, struct us_alias *a)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	a->fd = open(t->path, O_RDONLY | O_CLOEXEC);
+	a->off = (off_t)(t->file_off & ~((unsigned long)pg - 1));
+	a->page = a->fd < 0 ? MAP_FAILED
+			    : mmap(NULL, (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE, a->fd, a->off);
+	if (a->page == MAP_FAILED) {
+		mg_error(US_EXP, "cannot map %s at offset %#lx: %s", t->path, (unsigned long)a->off,
+			 strerror(errno));
+		return false;
+	}
+	a->fn = (us_fn)((char *)a->page + (t->file_off & ((unsigned long)pg - 1)));
+	return true;
+}
+
+int us_mem_byte(uintptr_t addr)
+{
+	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	unsigned char b;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, &b, 1, (off_t)addr);
+	close(fd);
+	return n == 1 ? b : -1;
+}
+
 /* ---- tracefs ------------------------------------------------------------ */
 
 static const char *tdir;
@@ -119,6 +151,27 @@ void us_probe_remove(void)
 		return;
 	append(en_path, "0");
 	append(ev_path, "-:" US_GROUP "/" US_EVENT);
+}
+
+long long us_probe_hits(void)
+{
+	char path[160], buf[4096], *l;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/uprobe_profile", tdir ? tdir : MG_TRACING);
+	n = mg_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return -1;
+	/* "  FILE EVENT HITS" per probe (probes_profile_seq_show(): the name without its group) */
+	for (l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char file[256], ev[128];
+		long long hits;
+
+		if (sscanf(l, "%255s %127s %lld", file, ev, &hits) == 3 &&
+		    !strcmp(ev, US_EVENT))
+			return hits;
+	}
+	return -1;
 }
 
 bool us_probe_add(const struct us_target *t)

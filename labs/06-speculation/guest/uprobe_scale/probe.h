@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "mmlocks_guest.h"
 
 #define US_EXP "uprobe-speculation"
 #define US_KNOB MG_KNOBS "/uprobe_speculate"
@@ -21,6 +25,9 @@
  */
 long us_probed(long x);
 typedef long (*us_fn)(long);
+
+/* The usage text (uprobe_scale --help). */
+void us_usage(FILE *f, int max_threads, int max_reps);
 
 /* patch 0011's counters, /sys/kernel/debug/mmlocks/<name> */
 enum us_counter {
@@ -47,6 +54,26 @@ bool us_maps_line(const char *line, uintptr_t addr, unsigned long *off, char *pa
 bool us_find_target(struct us_target *t);
 
 /*
+ * A second private mapping of the page that holds us_probed() (PROT_READ |
+ * PROT_EXEC, from an O_RDONLY descriptor of the same file): uprobes installs
+ * the breakpoint in it too. fn is us_probed() there.
+ */
+struct us_alias {
+	void *page;
+	us_fn fn;
+	int fd;
+	off_t off;
+};
+/* Map it; false after an error record. */
+bool us_map_alias(const struct us_target *t, struct us_alias *a);
+
+/*
+ * The byte at addr as this process's page tables map it, read through
+ * /proc/self/mem (what uprobe_write_opcode() left there), or -1.
+ */
+int us_mem_byte(uintptr_t addr);
+
+/*
  * The tracefs directory with uprobe_events (/sys/kernel/tracing, else
  * debugfs' tracing/), or NULL: a kernel without CONFIG_UPROBE_EVENTS.
  */
@@ -61,6 +88,12 @@ bool us_probe_add(const struct us_target *t);
 int us_probe_enable(bool on);
 /* Disable and delete the event; async-signal-safe, idempotent. */
 void us_probe_remove(void);
+/*
+ * The event's hit count in tracefs uprobe_profile (trace_uprobe's nhits,
+ * counted by uprobe_dispatcher(), i.e. by handler_chain() for each hit the
+ * kernel matched to the uprobe), or -1.
+ */
+long long us_probe_hits(void);
 
 /*
  * --stress: `hitters` threads hit the probe for `seconds` while the mappings
@@ -69,5 +102,45 @@ void us_probe_remove(void);
  * exercised.
  */
 bool us_stress(const struct us_target *t, int hitters, long long seconds);
+
+/*
+ * --rereg R: does a uprobe that is unregistered and registered again
+ * (tracefs enable 0, 1) keep trapping? Hitters call us_probed() through the
+ * text and through an alias; after a first window, R rounds each
+ * re-register once while they run ("hot") and once while they are parked
+ * ("cold"), then count a window of ms: calls, the uprobe's hits and the
+ * kernel's lookups, and the byte at each address. One "rereg" record per
+ * window; false if a tracefs write failed.
+ */
+bool us_rereg(const struct us_target *t, int hitters, long long rounds, long long ms);
+
+/*
+ * --tag-fallbacks: the mapper of the measurement (mmap() and munmap() of one
+ * page, pause_us between pairs, latencies into lat[phase]) that also reads
+ * uprobe_mmap_locked before, between and after the two calls, outside their
+ * timed parts, and tags each call in tag[phase][]: US_TAG_BEFORE if a lookup
+ * went to mmap_read_lock() during the call before it (for an mmap(), the
+ * previous munmap() and the pause), US_TAG_DURING if one did during the call
+ * itself, both, neither (0), or US_TAG_BAD if a read failed.
+ */
+enum { US_TAG_BEFORE = 1, US_TAG_DURING = 2, US_TAG_BAD = 4 };
+struct us_tagged {
+	const int *phase;
+	struct mg_lat *lat;
+	unsigned char **tag;
+	unsigned long pause_us;
+};
+void *us_tagged_writer(void *w);
+
+/*
+ * Calls of l slower than limit (out[US_SLOW]) and, with tags, the calls and
+ * the slow calls of each tag 0..3 (out[US_CALLS_TAG + t], out[US_SLOW_TAG + t]);
+ * l in the order the writer added.
+ */
+enum { US_SLOW, US_CALLS_TAG, US_SLOW_TAG = US_CALLS_TAG + 4, US_SLOW_NR = US_SLOW_TAG + 4 };
+void us_slow_calls(const struct mg_lat *l, const unsigned char *tag, uint64_t limit,
+		   long long out[US_SLOW_NR]);
+/* mg_lat_pct() of a copy: l keeps its order. */
+uint64_t us_pct_copy(const struct mg_lat *l, double pct);
 
 #endif

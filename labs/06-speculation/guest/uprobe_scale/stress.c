@@ -17,27 +17,33 @@
 #define PG 4096ul
 
 static volatile int stop;
-static void *alias;          /* a second private mapping of the probed page */
-static us_fn alias_fn;       /* us_probed() in it */
-static int fd = -1;
-static off_t alias_off;
+static struct us_alias al;  /* a second private mapping of the probed page */
 static long long hits[MAX_HITTERS], remaps, churns, forks, fork_fail, flips, reregs, errs;
 
 /* Odd hitters call through the alias, even ones the original text. */
 static void *hitter(void *arg)
 {
 	long i = (long)arg, acc = 0;
-	us_fn volatile fn = i % 2 ? alias_fn : us_probed;
+	us_fn volatile fn = i % 2 ? al.fn : us_probed;
 	long long n = 0;
 
 	/* As in the measurement: the churn, fork and flip threads must get CPU. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 15);
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
 		acc = fn(acc);
-		n++;
+		__atomic_store_n(&hits[i], ++n, __ATOMIC_RELAXED);
 	}
 	hits[i] = n + (acc == -1);
 	return NULL;
+}
+
+static long long calls_so_far(int nhit)
+{
+	long long n = 0;
+
+	for (int i = 0; i < nhit; i++)
+		n += __atomic_load_n(&hits[i], __ATOMIC_RELAXED);
+	return n;
 }
 
 /*
@@ -52,7 +58,7 @@ static void *churner(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
 		char *m, *r;
 
-		if (mmap(alias, PG, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, alias_off) != alias)
+		if (mmap(al.page, PG, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, al.fd, al.off) != al.page)
 			__atomic_fetch_add(&errs, 1, __ATOMIC_RELAXED);
 		remaps++;
 		m = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -82,7 +88,7 @@ static void *forker(void *arg)
 			long acc = 0;
 
 			for (int i = 0; i < 50; i++)
-				acc = alias_fn(us_probed(acc));
+				acc = al.fn(us_probed(acc));
 			_exit(acc == 100 ? 0 : 1);
 		}
 		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
@@ -94,31 +100,18 @@ static void *forker(void *arg)
 	return NULL;
 }
 
-static bool open_alias(const struct us_target *t)
-{
-	fd = open(t->path, O_RDONLY | O_CLOEXEC);
-	alias_off = (off_t)(t->file_off & ~(PG - 1));
-	alias = fd < 0 ? MAP_FAILED : mmap(NULL, PG, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, alias_off);
-	if (alias == MAP_FAILED) {
-		mg_error(US_EXP, "cannot map %s at offset %#lx: %s", t->path, (unsigned long)alias_off,
-			 strerror(errno));
-		return false;
-	}
-	alias_fn = (us_fn)((char *)alias + (t->file_off & (PG - 1)));
-	return true;
-}
-
 bool us_stress(const struct us_target *t, int nhit, long long seconds)
 {
 	pthread_t th[MAX_HITTERS + 2];
-	long long c[US_NR] = { 0 }, total = 0, alias_total = 0;
+	long long c[US_NR] = { 0 }, total = 0, alias_total = 0, gap_calls = 0;
+	uint64_t gap_ns = 0;
 	int started = 0;
 	struct mg_json j;
 	uint64_t end;
 	bool ok;
 
 	nhit = nhit < 2 ? 2 : nhit > MAX_HITTERS ? MAX_HITTERS : nhit;
-	if (!open_alias(t) || mg_knob_set_ll(US_KNOB, 1) || us_probe_enable(true) ||
+	if (!us_map_alias(t, &al) || mg_knob_set_ll(US_KNOB, 1) || us_probe_enable(true) ||
 	    !us_counters_reset()) {
 		mg_error(US_EXP, "stress: cannot set up the alias, the switch, the uprobe or the counters");
 		return false;
@@ -131,8 +124,15 @@ bool us_stress(const struct us_target *t, int nhit, long long seconds)
 	for (int i = 1; started == nhit + 2 && !mg_stop_signal && mg_now_ns() < end; i++) {
 		mg_sleep_us(200000);
 		flips += !mg_knob_set_ll(US_KNOB, i % 2 ? 0 : 1);
-		if (i % 5 == 0) /* unregister, then register again: hitters may be mid-trap */
+		if (i % 5 == 0) { /* unregister, then register again: hitters may be mid-trap */
+			long long c0 = calls_so_far(nhit);
+			uint64_t t0 = mg_now_ns();
+
 			reregs += !us_probe_enable(false) && !us_probe_enable(true);
+			/* calls from the start of the unregistration to the end of the registration */
+			gap_ns += mg_now_ns() - t0;
+			gap_calls += calls_so_far(nhit) - c0;
+		}
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < started; i++)
@@ -153,9 +153,19 @@ bool us_stress(const struct us_target *t, int nhit, long long seconds)
 	mgj_int(&j, "fork_failures", fork_fail);
 	mgj_int(&j, "switch_flips", flips);
 	mgj_int(&j, "reregistrations", reregs);
+	mgj_num(&j, "reregistration_seconds", (double)gap_ns / 1e9);
+	mgj_int(&j, "hits_during_reregistration", gap_calls);
 	mgj_int(&j, "mapping_errors", errs);
 	for (int i = 0; i < US_NR; i++)
 		mgj_int(&j, us_counter_names[i], c[i]);
+	/*
+	 * Not a check: calls outside the re-registrations against the lookups
+	 * (children's calls add lookups; a remap of the alias lets a few calls
+	 * run the original instruction, see the README's --rereg).
+	 */
+	mgj_int(&j, "calls_outside_reregistration", total - gap_calls);
+	mgj_int(&j, "lookups", c[US_SUCCESS] + c[US_MMAP_LOCKED]);
+	mgj_int(&j, "child_calls", 100 * forks);
 	/* Both lookup paths ran, and every moving part moved. */
 	ok = ok && total > 0 && c[US_SUCCESS] > 0 && c[US_MMAP_LOCKED] > 0 && remaps > 0 &&
 	     forks > 0 && !fork_fail && flips > 0 && reregs > 0 && !errs;

@@ -12,18 +12,18 @@
  * RCU_CPU_STALL_TIMEOUT=21): one munmap() over all the small VMAs walks
  * each of them in vms_gather_munmap_vmas() with mmap_lock held for write,
  * then, after vms_complete_munmap_vmas() downgrades the lock, again in
- * unmap_vmas(), free_pgtables() and the remove_vma() loop. None of these
- * calls cond_resched() for a VMA without page tables (zap_pud_range()
- * reaches its cond_resched() only for a present PUD; these pages were never
- * touched), and with PREEMPT_NONE the tick reports an RCU quiescent state
- * only when it interrupts user mode or idle. Under TCG the call ran past
- * 21 s: the console showed "rcu_sched self-detected stall" in
- * unmap_vmas() (reference run 20261130T172406Z). Process exit is no cure:
- * exit_mmap() also runs one unmap_vmas() over every VMA. A call over a few
- * thousand VMAs ends quickly, and on its way back to user space the task
- * takes the reschedule that RCU's tick has asked for by then
- * (rcu_sched_clock_irq() sets need_resched), which reports the quiescent
- * state.
+ * unmap_vmas(), free_pgtables() and the remove_vma() loop. Only
+ * unmap_vmas() calls cond_resched(), in zap_pud_range() and
+ * zap_pmd_range(), which a VMA without page tables never reaches (these
+ * pages were never touched); and with PREEMPT_NONE the tick reports an
+ * RCU quiescent state only when it interrupts user mode or idle. In
+ * reference run 20261130T172406Z (TCG, busy host) the console showed
+ * "rcu_sched self-detected stall" in unmap_vmas() during that call.
+ * Process exit is no cure: exit_mmap() also runs one unmap_vmas() over
+ * every VMA. A call over a few thousand VMAs ends quickly, and on its way
+ * back to user space the task takes the reschedule that RCU's tick has
+ * asked for by then (rcu_sched_clock_irq() sets need_resched), which
+ * reports the quiescent state.
  */
 int unmap_small_vmas(uintptr_t base, size_t nvmas, size_t per_call)
 {

@@ -19,9 +19,10 @@
 #define STOP MG_PHASE_STOP
 
 static struct {
-	long long vmas, batch, scans, rounds, timeout, region_mb, pause_us, stall_us;
+	long long vmas, batch, scans, rounds, timeout, region_mb, pause_us, stall_us, unmap_vmas;
 	bool quick, pin;
-} opt = { 1000000, 1024, 3, 3, 120, 16, 1000, 500, false, true };
+} opt = { 1000000, 1024, 3, 3, 120, 16, 1000, 500, 4096, false, true };
+static bool small_mapped; /* the small VMAs exist: unmap them on every way out */
 
 /* What the run collects (khugepaged_hold/report.h); R.H under win_lock. */
 static struct run R = { .cfg = {
@@ -41,6 +42,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: khugepaged_hold [--quick] [--vmas N] [--batch N] [--scans N] [--rounds R]\n"
 		"                       [--timeout S] [--region-mb M] [--writer-pause-us U] [--stall-us U]\n"
+		"                       [--unmap-vmas K]\n"
 		"\n"
 		"Experiment \"khugepaged-hold\" (needs the patched mmlocks 6.12 kernel).\n"
 		"Maps N one-page VMAs that khugepaged must skip, below an M MiB region that it\n"
@@ -78,6 +80,8 @@ static void usage(FILE *f)
 		"  --region-mb M        collapsible region, MiB, multiple of 2 (2..512, default 16; quick 8)\n"
 		"  --writer-pause-us U  pause between writer calls (0..1000000, default 1000)\n"
 		"  --stall-us U         walk gaps this long count as vCPU stops (100..100000, default 500)\n"
+		"  --unmap-vmas K       small VMAs per munmap() call at the end (1..2000000, default\n"
+		"                       4096; one call over 1M of them stalls RCU, see teardown.c)\n"
 		"  --no-pin             do not pin khugepaged to the last CPU and this program to the others\n"
 		"  --quick              small, fast settings (< 20 s under TCG)\n"
 		"  --help               this text\n"
@@ -98,6 +102,7 @@ static void parse_args(int argc, char **argv)
 		MG_EVEN("region-mb", &opt.region_mb, 2, 512, 8),
 		MG_INT("writer-pause-us", &opt.pause_us, 0, 1000000, MG_NO_QUICK),
 		MG_INT("stall-us", &opt.stall_us, 100, 100000, MG_NO_QUICK),
+		MG_INT("unmap-vmas", &opt.unmap_vmas, 1, 2000000, MG_NO_QUICK),
 		MG_FLAG("no-pin", &opt.pin, false),
 		MG_OPTS_END,
 	};
@@ -263,7 +268,7 @@ static int window(int c)
 }
 /* endregion: measure */
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
 	static const char *const need[] = {
 		MG_KNOBS "/khugepaged_skip_batch", MG_KNOBS "/khugepaged_per_slot_cursor",
@@ -347,6 +352,7 @@ int main(int argc, char **argv)
 		mg_error(EXP, "mapping %lld small VMAs: %s", opt.vmas, strerror(-err));
 		return MG_EXIT_FAIL;
 	}
+	small_mapped = true;
 	raddr = (SMALL_BASE + (uintptr_t)opt.vmas * 4096 + 2 * PMD_SIZE) & ~(PMD_SIZE - 1);
 	r = mmap((void *)raddr, region, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -450,6 +456,14 @@ int main(int argc, char **argv)
 	if (rc || mg_stop_signal || R.H.nspan < HOLDS_CFGS)
 		return rc ? rc : MG_EXIT_FAIL;
 	report_summaries(&R);
-	munmap((void *)SMALL_BASE, (size_t)opt.vmas * 4096);
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	if (small_mapped && unmap_small_vmas(SMALL_BASE, (size_t)opt.vmas, (size_t)opt.unmap_vmas) && !rc)
+		rc = MG_EXIT_FAIL;
+	return rc;
 }

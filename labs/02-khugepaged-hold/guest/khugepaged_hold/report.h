@@ -59,4 +59,11 @@ void report_summaries(struct run *r);
  */
 int pin_cpus(pid_t kthread);
 
+/*
+ * teardown.c: munmap() the nvmas one-page VMAs from base, per_call of them
+ * at a time, and print an info record with the calls' times. 0, or an
+ * exit code.
+ */
+int unmap_small_vmas(uintptr_t base, size_t nvmas, size_t per_call);
+
 #endif

@@ -37,60 +37,6 @@ static uint64_t trace_last_ts; /* newest event timestamp the reader has processe
 static int phase = IDLE;
 static pid_t writer_tid;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: khugepaged_hold [--quick] [--vmas N] [--batch N] [--scans N] [--rounds R]\n"
-		"                       [--timeout S] [--region-mb M] [--writer-pause-us U] [--stall-us U]\n"
-		"                       [--unmap-vmas K]\n"
-		"\n"
-		"Experiment \"khugepaged-hold\" (needs the patched mmlocks 6.12 kernel).\n"
-		"Maps N one-page VMAs that khugepaged must skip, below an M MiB region that it\n"
-		"collapses, sets scan_sleep_millisecs=0, and traces, in one boot, khugepaged's\n"
-		"mmap_lock read holds (acquire_returned -> released) and a writer thread's waits\n"
-		"for the lock (start_locking -> acquire_returned, write) in R rounds of three\n"
-		"windows, each of S complete scans of this mm (a step of khugepaged/full_scans\n"
-		"not caused by a failed trylock), in this order:\n"
-		"  stock          skip batch 0, khugepaged_per_slot_cursor 0, rwsem_steal_policy 0\n"
-		"  batch-nosteal  skip batch N, per-slot cursor 1, steal policy 1 (the retake queues)\n"
-		"  batch-steal    skip batch N, per-slot cursor 1, steal policy 0 (the retake steals)\n"
-		"The other switches (smaps_rollup_vma_lock, access_remote_vm_vma_lock 0,\n"
-		"deferred_split_early_check 1) are at their stock values throughout, so the\n"
-		"stock window is stock 6.12 in every respect the knobs control.\n"
-		"Under an emulator khugepaged's vCPU sometimes stops for milliseconds; the\n"
-		"kernel's walk-gap tracepoint (mmlocks patch 0007) reports every stretch of\n"
-		">= 100 us between two checkpoints 16 VMAs apart (lock held, no reschedule\n"
-		"between). One of at least U us is a stop: U/2 of it is kept as work, and of\n"
-		"the rest the time in which no interrupt handler ran on khugepaged's CPU (irq\n"
-		"and irq_vectors events) is taken out of the hold that contains it.\n"
-		"Summaries, each with its own verdict: the median over the scans of each\n"
-		"scan's longest hold, stock against batch-nosteal, as traced and with the\n"
-		"stops taken out (the row marked headline is the latter only when interrupt\n"
-		"handlers ran in under a tenth of the stop gaps); the absolute longest hold;\n"
-		"the writer's wait p99, stock against batch-nosteal and batch-steal against\n"
-		"batch-nosteal; the writer's mmap+munmap latency. Every knob it changes is\n"
-		"restored on exit, SIGINT and SIGTERM.\n"
-		"\n"
-		"  --vmas N             ineligible VMAs (1000..2000000, default 1000000; quick 100000)\n"
-		"  --batch N            khugepaged_skip_batch of the batch windows (1..1000000, default 1024)\n"
-		"  --scans N            complete scans measured per window (1..30, default 3; quick 2)\n"
-		"  --rounds R           rounds of the three windows (1..20, default 3; quick 1);\n"
-		"                       R * N must be at most 100\n"
-		"  --timeout S          bound on each wait, seconds (5..3600, default 120; quick 20)\n"
-		"  --region-mb M        collapsible region, MiB, multiple of 2 (2..512, default 16; quick 8)\n"
-		"  --writer-pause-us U  pause between writer calls (0..1000000, default 1000)\n"
-		"  --stall-us U         walk gaps this long count as vCPU stops (100..100000, default 500)\n"
-		"  --unmap-vmas K       small VMAs per munmap() call at the end (1..2000000, default\n"
-		"                       4096; one call over 1M of them stalls RCU, see teardown.c)\n"
-		"  --no-pin             do not pin khugepaged to the last CPU and this program to the others\n"
-		"  --quick              small, fast settings (< 20 s under TCG)\n"
-		"  --help               this text\n"
-		"\n"
-		"Output: JSON lines on stdout (info, one sample per configuration with the\n"
-		"per-scan maxima and the writer's waits, the summaries).\n"
-		"Exit: 0 ok, 1 run failed, 2 usage, 3 wrong kernel (knobs missing).\n");
-}
-
 static void parse_args(int argc, char **argv)
 {
 	static const struct mg_opt o[] = {
@@ -107,11 +53,11 @@ static void parse_args(int argc, char **argv)
 		MG_OPTS_END,
 	};
 
-	opt.quick = mg_parse_opts("khugepaged_hold", argc, argv, o, usage);
+	opt.quick = mg_parse_opts("khugepaged_hold", argc, argv, o, kh_usage);
 	if (opt.rounds * opt.scans > 100) {
 		fprintf(stderr, "khugepaged_hold: --rounds %lld x --scans %lld is more than 100 scans per configuration\n",
 			opt.rounds, opt.scans);
-		usage(stderr);
+		kh_usage(stderr);
 		exit(MG_EXIT_USAGE);
 	}
 }

@@ -9,6 +9,7 @@
 #include "holds.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define EXP "khugepaged-hold"
@@ -65,5 +66,8 @@ int pin_cpus(pid_t kthread);
  * exit code.
  */
 int unmap_small_vmas(uintptr_t base, size_t nvmas, size_t per_call);
+
+/* usage.c: the --help text. */
+void kh_usage(FILE *f);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* push/mov/lea/pop/ret, 64-byte aligned: never across a page boundary. */
@@ -197,4 +199,25 @@ bool us_probe_add(const struct us_target *t)
 	}
 	mg_on_restore(us_probe_remove);
 	return true;
+}
+
+long us_hit_loop(us_fn fn, long long *calls, volatile int *stop, volatile int *park, int *parked)
+{
+	long acc = 0;
+	long long n = 0;
+
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 15);
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
+		if (park && __atomic_load_n(park, __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_add(parked, 1, __ATOMIC_ACQ_REL);
+			while (__atomic_load_n(park, __ATOMIC_ACQUIRE) && !mg_stop_signal &&
+			       !__atomic_load_n(stop, __ATOMIC_RELAXED))
+				mg_sleep_us(1000);
+			__atomic_fetch_sub(parked, 1, __ATOMIC_ACQ_REL);
+			continue;
+		}
+		acc = fn(acc);
+		__atomic_store_n(calls, ++n, __ATOMIC_RELAXED);
+	}
+	return acc;
 }

@@ -37,6 +37,15 @@ extern const char *const us_counter_names[US_NR];
 bool us_counters_reset(void);
 bool us_counters_read(long long v[US_NR]);
 
+/*
+ * A hitter's loop, shared by --stress and --rereg: call fn until *stop or a
+ * stop signal, publishing the number of calls in *calls, at nice 15 as in
+ * the measurement (the other threads must get CPU). While *park is set
+ * (park may be NULL) it waits instead, counted in *parked. Returns the
+ * last value fn returned.
+ */
+long us_hit_loop(us_fn fn, long long *calls, volatile int *stop, volatile int *park, int *parked);
+
 /* Where us_probed() lives: the file mapped there and its offset in it. */
 struct us_target {
 	char path[256];

@@ -60,24 +60,9 @@ static void *disturber(void *arg)
 /* Even hitters call us_probed() in the program's text, odd ones in the alias. */
 static void *hitter(void *arg)
 {
-	long i = (long)arg, acc = 0;
-	us_fn volatile fn = i % 2 ? al.fn : us_probed;
-	long long n = 0;
+	long i = (long)arg;
 
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 15);
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
-		if (__atomic_load_n(&park, __ATOMIC_ACQUIRE)) {
-			__atomic_fetch_add(&parked, 1, __ATOMIC_ACQ_REL);
-			while (__atomic_load_n(&park, __ATOMIC_ACQUIRE) && !mg_stop_signal &&
-			       !__atomic_load_n(&stop, __ATOMIC_RELAXED))
-				mg_sleep_us(1000);
-			__atomic_fetch_sub(&parked, 1, __ATOMIC_ACQ_REL);
-			continue;
-		}
-		acc = fn(acc);
-		__atomic_store_n(&calls[i], ++n, __ATOMIC_RELAXED);
-	}
-	return (void *)acc;
+	return (void *)us_hit_loop(i % 2 ? al.fn : us_probed, &calls[i], &stop, &park, &parked);
 }
 
 /*

@@ -8,8 +8,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,18 +21,10 @@ static long long hits[MAX_HITTERS], remaps, churns, forks, fork_fail, flips, rer
 /* Odd hitters call through the alias, even ones the original text. */
 static void *hitter(void *arg)
 {
-	long i = (long)arg, acc = 0;
-	us_fn volatile fn = i % 2 ? al.fn : us_probed;
-	long long n = 0;
+	long i = (long)arg;
 
-	/* As in the measurement: the churn, fork and flip threads must get CPU. */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 15);
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED) && !mg_stop_signal) {
-		acc = fn(acc);
-		__atomic_store_n(&hits[i], ++n, __ATOMIC_RELAXED);
-	}
-	hits[i] = n + (acc == -1);
-	return NULL;
+	/* As in the measurement: the churn, fork and flip threads must get CPU (nice 15). */
+	return (void *)us_hit_loop(i % 2 ? al.fn : us_probed, &hits[i], &stop, NULL, NULL);
 }
 
 static long long calls_so_far(int nhit)

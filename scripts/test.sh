@@ -64,6 +64,7 @@ step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
 step "book" make --no-print-directory book
+step "book-shape" scripts/book/check-shape.py --built
 # EPUB 3 validity: Debian's epubcheck (its /usr/bin wrapper needs binfmt
 # for jars, so call the jar through java where it is installed).
 epub_check() {

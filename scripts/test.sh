@@ -44,6 +44,7 @@ done
 # Every lab's grader already ran on its solution in lab-test above; this
 # checks the grading tool itself (TAP, score, JSON) on one lab.
 step "grade" bash -c 'labs/tools/grade-all --lab 03 --json build/grade-json && test -s build/grade-json/03-khugepaged-cursor.json'
+step "gradescope" labs/tools/check-gradescope 03
 step "cli" scripts/check-cli.sh
 step "solution-leaks" bash -c 'scripts/check-leaks.py --self-test && scripts/check-leaks.py'
 # The instructors' appendix lists every lab's wrong answers, or points at

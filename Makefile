@@ -14,7 +14,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book pdf code labs kernel image qemu reproduce test grade \
+.PHONY: all help deps book pdf answers code labs kernel image qemu reproduce test grade \
 	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
@@ -82,6 +82,9 @@ build/book.pdf: build/book.html scripts/book/print.css
 	  --no-pdf-header-footer --generate-pdf-document-outline \
 	  --print-to-pdf="$(TOP)/$@.tmp" "file://$$tmp/book.html" 2>/dev/null && \
 	[ -s $@.tmp ] && mv $@.tmp $@
+
+answers: ## the instructors' answer key: build/answers.html and build/answers.pdf (not in the book, not in student-dist)
+	@scripts/book/answers.sh
 
 # ---------------------------------------------------------- models and labs
 # LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).

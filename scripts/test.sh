@@ -44,6 +44,7 @@ done
 # Every lab's grader already ran on its solution in lab-test above; this
 # checks the grading tool itself (TAP, score, JSON) on one lab.
 step "grade" bash -c 'labs/tools/grade-all --lab 03 --json build/grade-json && test -s build/grade-json/03-khugepaged-cursor.json'
+step "gradescope" labs/tools/check-gradescope 03
 step "cli" scripts/check-cli.sh
 step "solution-leaks" bash -c 'scripts/check-leaks.py --self-test && scripts/check-leaks.py'
 # The instructors' appendix lists every lab's wrong answers, or points at
@@ -64,6 +65,7 @@ step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
 step "book" make --no-print-directory book
+step "book-shape" scripts/book/check-shape.py --built
 # EPUB 3 validity: Debian's epubcheck (its /usr/bin wrapper needs binfmt
 # for jars, so call the jar through java where it is installed).
 epub_check() {

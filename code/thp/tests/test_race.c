@@ -103,6 +103,7 @@ Test(race, unmapped_while_the_shrinker_holds_it)
  * list_del_init() marks the folio and leaves it where it is (on the
  * private list); the scan then unlinks it. Flagged, on no list: lost.
  */
+/* region: unlocked-forget-test */
 Test(race, unlocked_forget_loses_the_folio)
 {
 	struct scn_result r;
@@ -122,6 +123,7 @@ Test(race, unlocked_forget_loses_the_folio)
 		     "the free path sees an empty list and takes no lock (in 6.12.117: "
 		     "nr_anon_partially_mapped is never decremented)");
 }
+/* endregion: unlocked-forget-test */
 
 /* The same order with the switch off: the next partial unmap requeues it. */
 Test(race, unlocked_forget_switch_off_requeues)

@@ -14,7 +14,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book serve pdf code labs kernel image qemu reproduce test grade \
+.PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
 	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
@@ -104,6 +104,9 @@ build/book.pdf: build/book.html scripts/book/print.css
 	  --print-to-pdf="$(TOP)/$@.tmp" "file://$$tmp/book.html" 2>/dev/null && \
 	[ -s $@.tmp ] && mv $@.tmp $@
 
+answers: ## the instructors' answer key: build/answers.html and build/answers.pdf (not in the book, not in student-dist)
+	@scripts/book/answers.sh
+
 # ---------------------------------------------------------- models and labs
 # LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).
 LAB_DIR := $(if $(LAB),$(firstword $(wildcard labs/$(LAB)/Makefile labs/$(LAB)-*/Makefile)))
@@ -138,6 +141,10 @@ skeletons: ## student skeletons in work/NN-slug/ (LAB=NN, TODO=N keeps steps < N
 	  if [ -e "$$dst" ]; then echo "skeletons: kept $$dst (it exists: your work?); DST=dir for a fresh one"; \
 	  else labs/tools/mkskel --todo $(or $(TODO),1) $$d/src "$$dst" || exit 1; fi; \
 	done
+
+student-dist: ## the students' repository, without the answers: DST=dir (a new git repository)
+	@[ -n "$(DST)" ] || { echo "make student-dist: give DST=dir (a new directory)" >&2; exit 2; }
+	@labs/tools/student-dist $(call shq,$(DST))
 
 # ------------------------------------------------------------ the kernel
 kernel: deps ## build the patched 6.12 kernel (cached in $(MMLOCKS_CACHE))

@@ -228,7 +228,7 @@ if [ -f "$STATE.sync" ] || [ "$cur_series" != "$SERIES_HASH" ]; then
 			changed=$((changed + 1))
 		fi
 	done
-	{ printf 'series %s\n' "$SERIES_HASH"; printf '%s\n' "$new_files" | grep -v '^$' | sort -u | sed 's/^/file /'; } >"$STATE.tmp"
+	{ printf 'series %s\n' "$SERIES_HASH"; printf '%s\n' "$new_files" | { grep -v '^$' || true; } | sort -u | sed 's/^/file /'; } >"$STATE.tmp"
 	mv "$STATE.tmp" "$STATE"
 	rm -f "$STATE.sync"
 	rm -rf "$STAGE"; trap - EXIT

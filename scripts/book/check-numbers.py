@@ -3,14 +3,16 @@
 showed" section of a chapter that is not pulled from a reference run."""
 
 import glob
+import os
 import re
 import sys
 
 USAGE = """usage: scripts/book/check-numbers.py [FILE...]
 
-Reads each Markdown FILE (default: chapters/*.md) and, inside every section
-headed "What our runs showed" (up to the next heading of the same or a
-higher level), prints FILE:LINE for each number followed by a unit
+Reads each Markdown FILE (default: chapters/*.md and chapters/runs/*.md)
+and, inside every section headed "What our runs showed" (up to the next
+heading of the same or a higher level) and everywhere in an appendix page
+chapters/runs/*.md, prints FILE:LINE for each number followed by a unit
 (ns, µs, us, ms, s, x, ×, %) that is not
   - a reference:            []{.ref ...} (or [typed]{.ref ...})
   - a published figure:     [95 ms]{.published source="..."} (source required)
@@ -72,7 +74,15 @@ def check(path):
         starts.append(offset)
         offset += len(line) + 1
     raw_lines = raw.split("\n")
+    # An experiment's page of the "Reference runs" appendix is all record:
+    # every line of it is checked.
+    whole = os.path.basename(os.path.dirname(os.path.abspath(path))) == "runs"
     for i, line in enumerate(lines):
+        if whole:
+            for m in NUMBER.finditer(line):
+                found.append((i + 1, "hand-typed measurement '%s' (use []{.ref ...}; see CONTRIBUTING.md, "
+                              "\"Measured numbers\")" % m.group(0).strip()))
+            continue
         h = HEADING.match(raw_lines[i])
         if h and not raw_lines[i].startswith("#" * 7):
             if SECTION.match(raw_lines[i]):
@@ -102,7 +112,7 @@ def main(argv):
         if a.startswith("-"):
             sys.stderr.write("check-numbers.py: unknown option '%s'\n%s" % (a, USAGE))
             return 2
-    files = args or sorted(glob.glob("chapters/*.md"))
+    files = args or sorted(glob.glob("chapters/*.md") + glob.glob("chapters/runs/*.md"))
     if not files:
         sys.stderr.write("check-numbers.py: no chapters/*.md here (run from the repository root)\n")
         return 2

@@ -21,8 +21,14 @@
 --     the image at its own width (the SVG's, set as the width attribute).
 --     In EPUB the image links to its own file, which epub-figures.py makes
 --     a page of the book (an SVG content document outside the reading order).
+--  7. The reader's apparatus (reader.lua): labelled ::: {.aside kind=...}
+--     boxes, numbered quick quizzes whose answers move to their appendix,
+--     and glossary links at each term's first use in every chapter. Files
+--     under chapters/ without a number (glossary, answers, reference runs
+--     and its pages chapters/runs/*.md) are back matter: not numbered.
 
 local refs = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "refs.lua")
+local reader = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "reader.lua")
 
 local function fail(msg)
   io.stderr:write("book: error: " .. msg .. "\n")
@@ -325,11 +331,15 @@ end
 -- NN for the chapter, NN.k and NN.k.j below it; .unnumbered ones are skipped
 -- as pandoc skips them.
 local function number_sections(blocks)
-  local out, nn, count = {}, nil, {}
+  local out, nn, count, back = {}, nil, {}, false
   for _, b in ipairs(blocks) do
     if b.t == "Div" and b.classes:includes("mmlocks-chapter") then
       nn, count = tonumber(b.attributes.nn), {}
+      back = b.attributes.nn == "none"
     else
+      if b.t == "Header" and back and not b.classes:includes("unnumbered") then
+        b.classes:insert("unnumbered")
+      end
       if b.t == "Header" and nn and not b.classes:includes("unnumbered") then
         if b.level == 1 then
           count = {}
@@ -365,7 +375,13 @@ local function Pandoc(doc)
           -- pandoc's own numbering.
           local nn = c.text:match("^chapters/(%d+)%-[^/]*%.md$")
           local mark = nn and ("::: {.mmlocks-chapter nn=" .. nn .. "}\n:::\n\n") or ""
-          texts[#texts + 1] = mark .. refs.tag_source(t, c.text)
+          -- The back matter (glossary, answers, reference runs) is not numbered.
+          if not nn and c.text:match("^chapters/") then mark = "::: {.mmlocks-chapter nn=none}\n:::\n\n" end
+          -- A div fence right under a paragraph line (a quiz's ::: {.answer})
+          -- would be read as part of the paragraph: give every fence a blank line.
+          -- (After tagging, so the lines named in errors stay the file's.)
+          t = refs.tag_source(t, c.text):gsub("\n([ \t]*:::)", "\n\n%1")
+          texts[#texts + 1] = mark .. t
         end,
       })
       if #texts == 0 then fail("book.md: the .chapters list is empty") end
@@ -381,16 +397,16 @@ end
 
 -- The appendix of reference runs, after everything else.
 local function Appendix(doc)
-  local extra = refs.appendix()
-  if #extra == 0 then return nil end
-  for _, b in ipairs(extra) do doc.blocks:insert(b) end
-  return doc
+  return refs.appendix(doc)
 end
 
 return {
   { Pandoc = Pandoc },
   { Div = refs.refs_div },
+  { Div = reader.aside },
   { CodeBlock = CodeBlock, Image = Image, Div = Div, Span = refs.span },
   { Para = Figure },
   { Pandoc = Appendix },
+  { Pandoc = reader.quizzes },
+  { Pandoc = reader.glossary },
 }

@@ -413,24 +413,78 @@ function M.reference_box(exp, run, where)
   return pandoc.Div(blocks, pandoc.Attr("", { "results", "reference" }))
 end
 
--- The appendix: every run the document used, with its README.
-function M.appendix()
-  if #used_order == 0 then return {} end
-  local blocks = { pandoc.Header(1, { pandoc.Str("Reference runs") }, pandoc.Attr("reference-runs", { "unnumbered" })) }
-  blocks[#blocks + 1] = pandoc.Para(pandoc.read("Every measured number in the prose links here: the committed run it comes from, under `reference/EXPERIMENT/RUN/` in the repository.", "markdown").blocks[1].content)
-  table.sort(used_order, function(x, y) return x.exp .. x.run < y.exp .. y.run end)
-  for _, r in ipairs(used_order) do
-    blocks[#blocks + 1] = pandoc.Header(2, { pandoc.Code(r.exp), pandoc.Str(", run " .. r.run) },
-                                        pandoc.Attr(anchor(r.exp, r.run), { "unnumbered" }))
-    local doc = pandoc.read(read(r.dir .. "/README.md"), "markdown")
-    for _, b in ipairs(doc.blocks) do
-      if not (b.t == "Header" and b.level == 1) then
-        if b.t == "Header" then b.level = b.level + 2; b.classes:insert("unnumbered") end
-        blocks[#blocks + 1] = b
+-- The appendix: every committed run of every experiment the document
+-- quotes, with its README, grouped by experiment. An experiment's runs go
+-- at the end of its page (the level-2 header with id runs-EXPERIMENT, from
+-- chapters/runs/EXPERIMENT.md) when the book has one, else under a header
+-- of their own; all of it under the level-1 "Reference runs" header
+-- (id reference-runs), made here when no chapter file provides it.
+local function run_blocks(exp, run, dir)
+  local blocks = { pandoc.Header(3, { pandoc.Str("Run " .. run) }, pandoc.Attr(anchor(exp, run), { "unnumbered" })) }
+  local doc = pandoc.read(read(dir .. "/README.md") or "", "markdown")
+  -- What the header already says (experiment, run) or every run shares
+  -- (the boilerplate line, the file list) is left out.
+  local skip = { Experiment = true, Run = true, Files = true }
+  for _, b in ipairs(doc.blocks) do
+    if b.t == "BulletList" then
+      local items = {}
+      for _, item in ipairs(b.content) do
+        local key = pandoc.utils.stringify(item):match("^(%w+):")
+        if not skip[key] then items[#items + 1] = item end
       end
+      b.content = items
+    end
+    local boiler = b.t == "Para" and pandoc.utils.stringify(b):match("^A make reproduce run copied by make reference")
+    if not (b.t == "Header" and b.level == 1) and not boiler then
+      if b.t == "Header" then b.level = math.min(b.level + 2, 6); b.classes:insert("unnumbered") end
+      blocks[#blocks + 1] = b
     end
   end
   return blocks
+end
+
+function M.appendix(doc)
+  if #used_order == 0 then return doc end
+  local exps, seen = {}, {}
+  for _, r in ipairs(used_order) do
+    if not seen[r.exp] then seen[r.exp] = true; exps[#exps + 1] = r.exp end
+  end
+  table.sort(exps)
+  local blocks = pandoc.List(doc.blocks)
+  local function find(id)
+    for i, b in ipairs(blocks) do
+      if b.t == "Header" and b.identifier == id then return i end
+    end
+  end
+  if not find("reference-runs") then
+    blocks:insert(pandoc.Header(1, { pandoc.Str("Reference runs") }, pandoc.Attr("reference-runs", { "unnumbered" })))
+    blocks:insert(pandoc.Para(pandoc.read("Every measured number in the prose links here: the committed run it comes from, under `reference/EXPERIMENT/RUN/` in the repository.", "markdown").blocks[1].content))
+  end
+  for _, exp in ipairs(exps) do
+    local runs_here = {}
+    for _, run in ipairs(list_dir(ROOT .. "/" .. exp)) do
+      if read(ROOT .. "/" .. exp .. "/" .. run .. "/README.md") then runs_here[#runs_here + 1] = run end
+    end
+    local add = {}
+    for _, run in ipairs(runs_here) do
+      use({ exp = exp, run = run, dir = ROOT .. "/" .. exp .. "/" .. run })
+      for _, b in ipairs(run_blocks(exp, run, ROOT .. "/" .. exp .. "/" .. run)) do add[#add + 1] = b end
+    end
+    local at = find("runs-" .. exp)
+    if at then
+      local stop = #blocks + 1
+      for k = at + 1, #blocks do
+        local b = blocks[k]
+        if b.t == "Header" and b.level <= blocks[at].level then stop = k break end
+      end
+      for n, b in ipairs(add) do blocks:insert(stop + n - 1, b) end
+    else
+      blocks:insert(pandoc.Header(2, { pandoc.Code(exp) }, pandoc.Attr("runs-" .. exp, { "unnumbered" })))
+      for _, b in ipairs(add) do blocks:insert(b) end
+    end
+  end
+  doc.blocks = blocks
+  return doc
 end
 
 return M

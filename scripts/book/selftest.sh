@@ -125,6 +125,51 @@ check "missing reference box" fail "reference run 'R7' of experiment 'demo' not 
 x
 :::'
 
+# ---- the reader's apparatus (reader.lua): asides, quick quizzes, glossary
+check "aside labelled"     ok   "Model vs kernel" '::: {.aside kind="Model vs kernel"}
+Inside.
+:::'
+check "aside kind missing" fail "an .aside needs kind=" '::: {.aside}
+Inside.
+:::'
+check "aside kind unknown" fail "(got Trivia)" '::: {.aside kind="Trivia"}
+Inside.
+:::'
+check "quiz numbered"      ok   "Quick Quiz 1.2" '::: {.quiz}
+First?
+::: {.answer}
+Yes.
+:::
+:::
+
+::: {.quiz}
+Second?
+::: {.answer}
+No.
+:::
+:::'
+check "quiz answer moved"  ok   "(#qq-1-1)" '::: {.quiz}
+First?
+::: {.answer}
+Yes.
+:::
+:::'
+check "quiz no answer"     fail "without an ::: {.answer}" '::: {.quiz}
+First?
+:::'
+check "glossary first use" ok   "[VMA](#gl-vma){.gloss}, another VMA" 'A VMA, another VMA.
+
+[VMA]{.term match="VMA|VMAs"}
+: A virtual memory area.'
+check "glossary code term" ok   "[\`mmap_lock\`](#gl-mmap-lock){.gloss}" 'Take `mmap_lock`.
+
+[`mmap_lock`]{.term}
+: The lock.'
+check "glossary two words" ok   "[grace periods](#gl-grace-period){.gloss}." 'Two grace periods.
+
+[grace period]{.term match="grace period|grace periods"}
+: Time.'
+
 # ---- the hand-typed-number check
 numcheck() { # numcheck NAME EXPECT(ok|fail) TEXT BODY
   printf '# T\n\n### What our runs showed\n\n%s\n\n## Next\n\nOutside: 5 ms.\n' "$4" > "$tmp/chapters/n.md"

@@ -10,8 +10,8 @@ Usage: split.py BOOK_HTML OUT_DIR
              index from it)
 A level-1 section becomes one page named after its id (ch-rwsem.html); the
 preface becomes index.html. The "Reference runs" appendix (an unnumbered
-level-1 section whose level-2 sections have ids, and larger than
-SPLIT_BYTES) becomes one page per level-2 section. Every '#id' link is
+level-1 section whose level-2 sections have ids runs-EXPERIMENT, larger
+than SPLIT_BYTES) becomes a page per level-2 section, one per experiment. Every '#id' link is
 rewritten to PAGE.html#id; images are copied under img/. Python 3 stdlib
 only; pandoc renders the Markdown of the results files.
 """
@@ -25,7 +25,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.realpath(os.path.join(HERE, "..", "..", ".."))
-SPLIT_BYTES = 150_000
+SPLIT_BYTES = 16_000
 SPLIT_IDS = ("reference-runs", "app-runs", "runs")
 
 
@@ -286,14 +286,16 @@ def main(argv):
         split = ("unnumbered" in s.classes and len(chunk) > SPLIT_BYTES and len(h2) >= 3
                  and (s.id in SPLIT_IDS or all(c.id.startswith("runs-") for c in h2)))
         if split:
-            intro = body[s.start:h2[0].start] + "\n</section>"
-            p = Page(s.id + ".html", title_of(s), s.number, intro, s)
+            p = Page(s.id + ".html", title_of(s), s.number, "", s)
             pages.append(p)
             top.append(p)
             for c in h2:
                 cp = Page(c.id + ".html", title_of(c), c.number, body[c.start:c.end], c, p)
                 p.children.append(cp)
                 pages.append(cp)
+            p.html = (body[s.start:h2[0].start] + '<ul class="site-subpages">'
+                      + "".join(f'<li><a href="#{esc(c.id)}">{c.title_html}</a></li>' for c in h2)
+                      + "</ul>\n</section>")
         else:
             p = Page(s.id + ".html", title_of(s), s.number, chunk, s)
             pages.append(p)

@@ -212,7 +212,46 @@ KINDS = ("broken # link", "image does not decode", "request outside the file",
          "low contrast", "figure does not open full size", "figure label smaller than")
 
 
+BAD_SITE = {
+    "index.html": '<!DOCTYPE html><html><head><meta charset="utf-8"><title>i</title></head><body>'
+                  '<nav id="site-nav"><ol class="site-toc"><li><a href="index.html" aria-current="page">i</a></li></ol>'
+                  '<input id="site-q"><div id="site-hits"></div></nav><main><section id="top"><h1>Index</h1>'
+                  '<p><a href="missing.html">a missing page</a> <a href="b.html#nowhere">a missing anchor</a></p>'
+                  '</section><a rel="next" href="b.html">next</a></main></body></html>',
+    "b.html": '<!DOCTYPE html><html><head><meta charset="utf-8"><title>b</title></head><body>'
+              '<main><section id="b"><h1>B</h1></section><a rel="prev" href="index.html">prev</a></main>'
+              '<script>console.error("a console error")</script></body></html>',
+    "lost.html": '<!DOCTYPE html><html><head><meta charset="utf-8"><title>lost</title></head><body></body></html>',
+}
+SITE_KINDS = ("link to a missing file", "missing anchor", "console error", "does not mark this page",
+              "is not reached by Next links", "search 'handoff': no results", "no menu button")
+
+
 def self_test(out):
+    rc_book = self_test_book(out)
+    with tempfile.TemporaryDirectory(prefix="browser-check-site.") as d:
+        for name, text in BAD_SITE.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        import contextlib
+        import io
+        buf = io.StringIO()
+        global SEARCH_WAIT
+        SEARCH_WAIT, keep = 1, SEARCH_WAIT
+        try:
+            with contextlib.redirect_stdout(buf):
+                rc = site_run(d, d)
+        finally:
+            SEARCH_WAIT = keep
+        text = buf.getvalue()
+        missed = [k for k in SITE_KINDS if k not in text]
+        sys.stdout.write(text)
+        ok = rc == 1 and not missed
+        print("browser-check --site self-test: " + ("ok" if ok else "FAIL, not reported: " + ", ".join(missed)))
+    return 0 if ok and rc_book == 0 else 1
+
+
+def self_test_book(out):
     with tempfile.TemporaryDirectory(prefix="browser-check-self.") as d:
         page = os.path.join(d, "bad.html")
         with open(page, "w") as f:
@@ -234,6 +273,7 @@ def self_test(out):
 # build/site (scripts/book/site/split.py): every page walked by its Next
 # links and back by Previous, each page checked by browser-check.js, every
 # link followed to a file and an id, three searches, the phone menu.
+SEARCH_WAIT = 20	# seconds for the first results (the index loads on first use)
 SEARCHES = (("rwsem_down_read_slowpath", None), ("handoff", "ch-rwsem.html"),
             ("rwsem_rlock_steal", None))
 PAGE_INFO = """(() => {
@@ -413,47 +453,62 @@ def site_checks(chrome, site, out):
 
     # 3. search: the first hit lands on a section that contains the term
     for i, (term, want) in enumerate(SEARCHES):
-        tab.go(index)
-        tab.js(f"""(() => {{ const q = document.getElementById('site-q'); q.focus(); q.value = {json.dumps(term)};
-                    q.dispatchEvent(new Event('input')); }})()""")
-        if not tab.wait_for("document.querySelector('#site-hits a.site-hit') || "
-                            "/No section/.test(document.getElementById('site-hits').textContent)", 20):
-            problems.append(f"search {term!r}: no results shown within 20 s")
-            continue
-        first = tab.js("(() => { const a = document.querySelector('#site-hits a.site-hit'); return a && "
-                       "[a.querySelector('.site-hit-chap').textContent, a.querySelector('.site-hit-sec').textContent]; })()")
-        if not first:
-            problems.append(f"search {term!r}: no hit")
-            continue
-        if i == 0:
-            tab.shot(os.path.join(out, "site-search-1280.png"))
-        href = tab.click("#site-hits a.site-hit")
-        tab.wait_for("document.readyState === 'complete'", 10)
-        landed = tab.js("""(() => { const id = decodeURIComponent(location.hash.slice(1));
-            const el = document.getElementById(id); if (!el) return null;
-            const r = el.getBoundingClientRect();
-            return {id: id, text: el.textContent, top: r.top}; })()""")
-        page = os.path.basename(url_path(href))
-        if not landed:
-            problems.append(f"search {term!r}: the first hit {page}#{href.partition('#')[2]} has no target")
-        else:
-            ok = term.lower() in landed["text"].lower()
-            print(f"  search {term!r}: first hit {first[0]} / {first[1]} -> {page}#{landed['id']}"
-                  + ("" if ok else "  (term NOT in the section)"))
-            if not ok:
-                problems.append(f"search {term!r}: landed on {page}#{landed['id']}, which does not contain it")
-            if abs(landed["top"]) > tab.height / 2:
-                problems.append(f"search {term!r}: {page}#{landed['id']} is not at the top of the screen "
-                                f"({landed['top']:.0f} px)")
-            if want and page != want:
-                problems.append(f"search {term!r}: the first hit is on {page}, not {want}")
-        for p in tab.drain():
-            problems.append(f"search {term!r}: {p}")
+        try:
+            search_one(tab, index, i, term, want, out, problems)
+        except RuntimeError as e:
+            problems.append(f"search {term!r}: {e}")
+    site_phone(chrome, site, js, order, index, out, problems)
+    return problems
+
+
+def search_one(tab, index, i, term, want, out, problems):
+    """Type TERM in the search box of index.html, click the first hit, check where it lands."""
+    tab.go(index)
+    tab.js(f"""(() => {{ const q = document.getElementById('site-q'); q.focus(); q.value = {json.dumps(term)};
+                q.dispatchEvent(new Event('input')); }})()""")
+    if not tab.wait_for("document.querySelector('#site-hits a.site-hit') || "
+                        "/No section/.test(document.getElementById('site-hits').textContent)", SEARCH_WAIT):
+        problems.append(f"search {term!r}: no results shown within {SEARCH_WAIT} s")
+        return
+    first = tab.js("(() => { const a = document.querySelector('#site-hits a.site-hit'); return a && "
+                   "[a.querySelector('.site-hit-chap').textContent, a.querySelector('.site-hit-sec').textContent]; })()")
+    if not first:
+        problems.append(f"search {term!r}: no hit")
+        return
+    if i == 0:
+        tab.shot(os.path.join(out, "site-search-1280.png"))
+    href = tab.click("#site-hits a.site-hit")
+    tab.wait_for("document.readyState === 'complete'", 10)
+    landed = tab.js("""(() => { const id = decodeURIComponent(location.hash.slice(1));
+        const el = document.getElementById(id); if (!el) return null;
+        const r = el.getBoundingClientRect();
+        return {id: id, text: el.textContent, top: r.top}; })()""")
+    page = os.path.basename(url_path(href))
+    if not landed:
+        problems.append(f"search {term!r}: the first hit {page}#{href.partition('#')[2]} has no target")
+    else:
+        ok = term.lower() in landed["text"].lower()
+        print(f"  search {term!r}: first hit {first[0]} / {first[1]} -> {page}#{landed['id']}"
+              + ("" if ok else "  (term NOT in the section)"))
+        if not ok:
+            problems.append(f"search {term!r}: landed on {page}#{landed['id']}, which does not contain it")
+        if abs(landed["top"]) > tab.height / 2:
+            problems.append(f"search {term!r}: {page}#{landed['id']} is not at the top of the screen "
+                            f"({landed['top']:.0f} px)")
+        if want and page != want:
+            problems.append(f"search {term!r}: the first hit is on {page}, not {want}")
+    for p in tab.drain():
+        problems.append(f"search {term!r}: {p}")
+
+
+def site_phone(chrome, site, js, order, index, out, problems):
+    tab = Tab(chrome, 1280, 800)
     # the current section is marked while scrolling
     chapter = next((u for u in order if os.path.basename(url_path(u)).startswith("ch-")), None)
     if chapter:
         tab.go(chapter)
-        marked = tab.js("""(async () => { const a = document.querySelectorAll('#site-nav a[data-spy]');
+        marked = tab.js("""(async () => { if (!document.getElementById('site-nav')) return 'no sidebar';
+            const a = document.querySelectorAll('#site-nav a[data-spy]');
             if (a.length < 2) return 'no sections in the sidebar';
             const id = a[1].getAttribute('data-spy');
             document.getElementById(id).scrollIntoView();
@@ -473,7 +528,7 @@ def site_checks(chrome, site, out):
     # 4. a phone: the sidebar is a menu that opens and closes; dark mode
     phone = Tab(chrome, 390, 844, mobile=True)
     phone.go(chapter or index)
-    shown = "(() => { const n = document.getElementById('site-nav'), r = n.getBoundingClientRect(); " \
+    shown = "(() => { const n = document.getElementById('site-nav'); if (!n) return false; const r = n.getBoundingClientRect(); " \
             "return getComputedStyle(n).visibility === 'visible' && r.left >= -1 && r.right > 200; })()"
     for p in phone.js(js, await_promise=True):
         if isinstance(p, str) and not p.startswith("info: "):
@@ -481,14 +536,17 @@ def site_checks(chrome, site, out):
     phone.shot(os.path.join(out, "site-390.png"))
     if phone.js(shown):
         problems.append("390 px: the sidebar shows before the menu is opened")
-    phone.js("document.getElementById('site-menu').click()")
-    if not phone.wait_for(shown + " && document.getElementById('site-menu').getAttribute('aria-expanded') === 'true'", 5):
-        problems.append("390 px: the menu does not open")
-    time.sleep(0.3)
-    phone.shot(os.path.join(out, "site-390-menu.png"))
-    phone.js("document.getElementById('site-menu').click()")
-    if not phone.wait_for("!" + shown, 5):
-        problems.append("390 px: the menu does not close")
+    if not phone.js("!!document.getElementById('site-menu')"):
+        problems.append("390 px: no menu button (#site-menu)")
+    else:
+        phone.js("document.getElementById('site-menu').click()")
+        if not phone.wait_for(shown + " && document.getElementById('site-menu').getAttribute('aria-expanded') === 'true'", 5):
+            problems.append("390 px: the menu does not open")
+        time.sleep(0.3)
+        phone.shot(os.path.join(out, "site-390-menu.png"))
+        phone.js("document.getElementById('site-menu').click()")
+        if not phone.wait_for("!" + shown, 5):
+            problems.append("390 px: the menu does not close")
     for p in phone.drain():
         problems.append(f"390 px: {p}")
     phone.close()
@@ -498,7 +556,6 @@ def site_checks(chrome, site, out):
     for p in dark.drain():
         problems.append(f"dark: {p}")
     dark.close()
-    return problems
 
 
 def site_run(site, out):

@@ -85,9 +85,9 @@ build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(wildcard results/latest/*.sv
 	node scripts/book/site/search-index.js $(LUNR_JS) build/site-src/search-docs.json build/site.tmp/search-index.js && \
 	rm -rf build/site && mv build/site.tmp build/site
 
-serve: build/site/index.html ## serve the website on 127.0.0.1 (PORT=8000) until Ctrl-C
-	@echo "serve: http://127.0.0.1:$(or $(PORT),8000)/site/index.html  (build/ over HTTP; Ctrl-C stops)"
-	@python3 -m http.server --bind 127.0.0.1 --directory build $(or $(PORT),8000)
+serve: build/site/index.html ## serve the website build/site/ on 127.0.0.1 (PORT=8000) until Ctrl-C
+	@echo "serve: open http://127.0.0.1:$(or $(PORT),8000)/  (build/site/; Ctrl-C stops)"
+	@python3 -m http.server --bind 127.0.0.1 --directory build/site $(or $(PORT),8000)
 
 # The PDF: headless Chromium prints the HTML with book.css's print rules
 # (chapters on new pages, page numbers, tables whole) and an outline.

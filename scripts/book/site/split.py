@@ -376,7 +376,7 @@ def main(argv):
     # the index page: the chapter list and how to start
     def crux(p):
         m = re.search(r'<div class="crux">(.*?)</div>', p.html, re.S)
-        return text_of(m.group(1)) if m else ""
+        return re.sub(r"^The crux\.\s*", "", text_of(m.group(1))) if m else ""
     items = []
     for p in top:
         if p is index:
@@ -384,16 +384,16 @@ def main(argv):
         c = crux(p)
         items.append(f'<li><a href="{p.name}">{esc(p.label)}</a>'
                      + (f'<br><span class="site-crux">{esc(c)}</span>' if c else "") + "</li>")
-    first = next((p for p in top if p is not index and p.number), None)
     primer = next((p for p in top if "primer" in p.name), None)
+    first = next((p for p in top if p is not index and p is not primer and p.number), None)
     start = ('<section id="site-start" class="level1 unnumbered"><h1 class="unnumbered">How to start'
              '<a class="site-anchor" href="#site-start" aria-label="Link to this section">#</a></h1>')
-    if primer and primer is not first:
+    if primer:
         start += (f'<p>New to the kernel\'s memory management? Read <a href="{primer.name}">'
-                  f'{esc(primer.label)}</a> first: it teaches what the chapters assume.</p>')
+                  'the primer</a> first: it teaches what the chapters assume.</p>')
     if first:
-        start += (f'<p>Then begin with <a href="{first.name}">{esc(first.label)}</a> and follow the '
-                  '<em>Next</em> link at the foot of each page. Every chapter has a lab in '
+        start += (f'<p>{"Then begin" if primer else "Begin"} with chapter {esc(first.number)}, <a href="{first.name}">{esc(first.title)}</a>, '
+                  'and follow the <em>Next</em> link at the foot of each page. Every chapter has a lab in '
                   '<code>labs/NN-slug/</code> (<code>make grade</code>) and an experiment that '
                   '<code>make reproduce</code> runs in QEMU; your numbers then appear on '
                   '<a href="measured.html">Measured on this machine</a>.</p>')

@@ -15,6 +15,13 @@
   menu.addEventListener("click", function () { setOpen(!body.classList.contains("site-open")); });
   document.addEventListener("keydown", function (e) {
     if (e.key === "Escape" && body.classList.contains("site-open")) { setOpen(false); menu.focus(); }
+    /* "/" searches, as on many documentation sites */
+    var t = e.target.tagName;
+    if (e.key === "/" && !e.ctrlKey && !e.metaKey && !e.altKey && t !== "INPUT" && t !== "TEXTAREA") {
+      e.preventDefault();
+      if (getComputedStyle(menu).display !== "none") setOpen(true);
+      document.getElementById("site-q").focus();
+    }
   });
   nav.addEventListener("click", function (e) {
     if (e.target.closest("a") && body.classList.contains("site-open")) setOpen(false);
@@ -85,6 +92,10 @@
   }
   function snippet(text, ws) {
     var low = text.toLowerCase(), at = -1, len = 0;
+    for (var j = 0; j < ws.length && at < 0; j++) {	/* a whole word first */
+      var m = new RegExp("(^|[^\\w])(" + ws[j].replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + ")", "i").exec(text);
+      if (m) { at = m.index + m[1].length; len = m[2].length; }
+    }
     for (var i = 0; i < ws.length && at < 0; i++) {
       for (var k = ws[i].length; k >= Math.min(4, ws[i].length) && at < 0; k--) {
         at = low.indexOf(ws[i].slice(0, k));

@@ -237,6 +237,59 @@ else
 	bad "stflake.c compiles" "$(cat "$W/stflake.err")"
 fi
 
+# ---- tree-sync.sh: a series, then the empty one (build.sh --no-patches) ----------------
+# On a fake pristine tree of two files: the series patches one file and adds
+# another; the empty series puts both back, and says so; a second empty
+# sync is a no-op. Each sync runs in a subshell with build.sh's set -euo
+# pipefail, so a failing pipe in the stage fails the test as it failed the build.
+TS=$W/tree-sync
+mkdir -p "$TS/pristine/mm" "$TS/patches" "$TS/cache/tree"
+printf 'int a(void)\n{\n\treturn 1;\n}\n' >"$TS/pristine/mm/a.c"
+printf 'int b;\n' >"$TS/pristine/mm/b.c"
+cp -a "$TS/pristine" "$TS/cache/tree/v"; touch "$TS/cache/tree/v/.mmlocks-tree"
+cat >"$TS/patches/0001-x.patch" <<'PATCH'
+diff --git a/mm/a.c b/mm/a.c
+--- a/mm/a.c
++++ b/mm/a.c
+@@ -1,4 +1,4 @@
+ int a(void)
+ {
+-	return 1;
++	return 2;
+ }
+diff --git a/mm/new.c b/mm/new.c
+new file mode 100644
+--- /dev/null
++++ b/mm/new.c
+@@ -0,0 +1 @@
++int fresh;
+PATCH
+ts_run() { # ts_run SERIES-HASH PATCH...: one tree_sync, output in $TS/out
+	( set -euo pipefail
+	  say() { echo "build.sh: $*"; }; die() { echo "build.sh: error: $*" >&2; exit 1; }
+	  CACHE=$TS/cache VKEY=v KVER=6.12.0 PKGVER=test PRISTINE=$TS/pristine TREE=$TS/cache/tree/v
+	  PATCHDIR=$TS/patches SERIES_HASH=$1; shift; PATCHES=("$@")
+	  . "$K/tree-sync.sh"; tree_sync ) >"$TS/out" 2>&1
+}
+printf 'series %s\n' "$(echo v | sha256sum | cut -c1-16)" >"$TS/cache/tree/.v.state"
+if ts_run aaaa 0001-x.patch && grep -q 'return 2' "$TS/cache/tree/v/mm/a.c" && [ -f "$TS/cache/tree/v/mm/new.c" ] &&
+	grep -qx 'file mm/new.c' "$TS/cache/tree/.v.state"; then
+	ok "tree-sync: the series patches a.c, adds new.c, records both"
+else
+	bad "tree-sync: series" "$(cat "$TS/out")"
+fi
+if ts_run bbbb && cmp -s "$TS/pristine/mm/a.c" "$TS/cache/tree/v/mm/a.c" && [ ! -e "$TS/cache/tree/v/mm/new.c" ] &&
+	! grep -q '^file ' "$TS/cache/tree/.v.state" && grep -q 'series applied, 2 file(s) changed' "$TS/out"; then
+	ok "tree-sync: the empty series (--no-patches) restores pristine, exit 0"
+else
+	bad "tree-sync: empty series" "$(cat "$TS/out")"
+fi
+if ts_run cccc && grep -q 'series applied, 0 file(s) changed' "$TS/out" && [ ! -e "$TS/cache/tree/.v.state.sync" ]; then
+	ok "tree-sync: an empty series over an empty one changes nothing, exit 0"
+else
+	bad "tree-sync: empty over empty" "$(cat "$TS/out")"
+fi
+
 # ---- mode=probe, mode=shell ---------------------------------------------------------
 dry "mmlocks.mode=probe" "$W/probe.jsonl"
 grep -q '^MMLOCKS-PROBE-OK' "$W/probe.jsonl.console" && ok "probe: prints the marker" || bad "probe: marker" "$(cat "$W/probe.jsonl.console")"

@@ -5,8 +5,8 @@ Usage: browser-check.py [--html FILE | --site DIR] [--out DIR] [--self-test] [--
   --html FILE   the page (default build/book.html)
   --site DIR    check the website instead (build/site, see below)
   --out DIR     where the screenshots go (default build/browser)
-  --self-test   check a small page with one problem of each kind and
-                require that every kind is reported
+  --self-test   check a small page, and a small two-page site, with one
+                problem of each kind and require that every kind is reported
 Loads the page at 1280 x 800 (desktop), at 390 x 844 (a phone, emulated
 through the DevTools protocol over a pipe) and at 1280 x 800 in dark mode,
 and reports, one line each: a

@@ -16,7 +16,8 @@ wider than its column without a visible scroll cue, a code token with
 less than 4.5:1 contrast on its background, a page wider than the
 viewport, a figure (mmlocks.lua's figure.zoomable) that does not open
 full size or whose smallest SVG label is below 9 px, in the column at
-1280 px or opened full size. Prints each figure's smallest label in px.
+1280 px or opened full size; and, printed (the PDF's A4 text column), a
+chapter's table wider than the column or with a word broken across lines. Prints each figure's smallest label in px.
 Saves DIR/book-1280.png, book-390.png and book-1280-dark.png (the first
 screen), and DIR/FIGURE-1280.png, FIGURE-390.png and FIGURE-390-full.png
 (each figure in the column, and opened full size on the phone) for a
@@ -615,6 +616,50 @@ def main(argv):
     return run(html, out)
 
 
+# The PDF's text column: A4 (210 mm) less print.css's 15 mm margins, in CSS
+# px at 96 per inch.
+PRINT_WIDTH = round((210 - 2 * 15) / 25.4 * 96)
+PRINT_JS = r"""(() => {
+  const out = [];
+  const canvas = document.createElement('canvas').getContext('2d');
+  let chapter = null, n = 0;
+  for (const el of document.querySelectorAll('h1, table')) {
+    if (el.tagName === 'H1') { chapter = el.hasAttribute('data-number') ? el.textContent.trim().slice(0, 50) : null; n = 0; continue; }
+    if (!chapter) continue;            // back matter: the reference runs keep their wide records
+    n++;
+    const w = el.getBoundingClientRect().width, col = el.parentElement.clientWidth;
+    if (w > col + 1 || el.scrollWidth > el.clientWidth + 1)
+      out.push(`print: "${chapter}", table ${n}: ${Math.round(Math.max(w, el.scrollWidth))} px wide, the A4 column is ${col} px`);
+    for (const cell of el.querySelectorAll('th, td')) {
+      const cs = getComputedStyle(cell);
+      canvas.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const room = cell.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      const clone = cell.cloneNode(true);
+      clone.querySelectorAll('code').forEach(c => c.remove());   // identifiers may wrap
+      for (const word of clone.textContent.split(/\s+/)) {
+        if (word.length > 2 && canvas.measureText(word).width > room + 1) {
+          out.push(`print: "${chapter}", table ${n}: "${word}" is broken across lines (column ${Math.round(room)} px)`);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+})()"""
+
+
+def print_tables(chrome, html):
+    """Every table in a chapter fits the PDF's A4 text column, with no word broken."""
+    tab = Tab(chrome, PRINT_WIDTH, 1200)
+    tab.c.send("Emulation.setEmulatedMedia", {"media": "print"}, tab.s)
+    tab.go("file://" + html)
+    try:
+        return tab.js(PRINT_JS) or []
+    finally:
+        tab.drain()
+        tab.close()
+
+
 def run(html, out):
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     os.makedirs(out, exist_ok=True)
@@ -626,6 +671,9 @@ def run(html, out):
                 for p in check_view(chrome, "file://" + html, name, w, h, mobile, scheme, out, labels):
                     print(f"  {name} px: {p}")
                     total += 1
+            for p in print_tables(chrome, html):
+                print(f"  {PRINT_WIDTH} px (A4): {p}")
+                total += 1
         except (TimeoutError, EOFError, RuntimeError) as e:
             print(f"browser-check: {e}")
             return 1

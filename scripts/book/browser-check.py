@@ -624,7 +624,7 @@ PRINT_JS = r"""(() => {
   const canvas = document.createElement('canvas').getContext('2d');
   let chapter = null, n = 0;
   for (const el of document.querySelectorAll('h1, table')) {
-    if (el.tagName === 'H1') { chapter = el.hasAttribute('data-number') ? el.textContent.trim().slice(0, 50) : null; n = 0; continue; }
+    if (el.tagName === 'H1') { chapter = el.hasAttribute('data-number') ? el.textContent.replace(/\s+/g, ' ').trim().slice(0, 40) : null; n = 0; continue; }
     if (!chapter) continue;            // back matter: the reference runs keep their wide records
     n++;
     const w = el.getBoundingClientRect().width, col = el.parentElement.clientWidth;

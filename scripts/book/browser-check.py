@@ -195,6 +195,8 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out, labels):
 
 
 BAD_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>bad</title></head><body>
+<h1 data-number="1">A chapter</h1>
+<table style="table-layout: fixed; width: 40px"><tr><td style="overflow-wrap: anywhere">unbreakable</td></tr></table>
 <pre><code><span class="kw" style="color: #777">faint</span></code></pre>
 <p><a href="#nowhere">a broken link</a></p>
 <p><img src="data:image/png;base64,AAAA" alt="broken"></p>
@@ -210,7 +212,8 @@ src="data:image/svg+xml;base64,%s"></a></figure>
     b'<text x="10" y="50" font-size="10">2 px in a 400 px image</text></svg>').decode())
 KINDS = ("broken # link", "image does not decode", "request outside the file",
          "wider than its column", "page wider than the viewport", "console error",
-         "low contrast", "figure does not open full size", "figure label smaller than")
+         "low contrast", "figure does not open full size", "figure label smaller than",
+         "the A4 column is", "is broken across lines")
 
 
 BAD_SITE = {

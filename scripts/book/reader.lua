@@ -174,7 +174,7 @@ local function collect_terms(doc)
       if f ~= "" then
         local words = {}
         for w in f:gmatch("%S+") do words[#words + 1] = w end
-        forms[#forms + 1] = { words = words, code = code ~= nil }
+        forms[#forms + 1] = { words = words, code = code ~= nil, text = f }
       end
     end
     sp.attributes.match = nil
@@ -212,7 +212,7 @@ local function link_chapter(blocks, terms)
       if not seen[t.id] then
         for _, f in ipairs(t.forms) do
           if f.code then
-            if el.t == "Code" and el.text == f.words[1] then
+            if el.t == "Code" and el.text == f.text then
               seen[t.id] = true
               return { pandoc.Link({ el }, "#" .. t.id, "", pandoc.Attr("", { "gloss" })) }, 1
             end

@@ -165,6 +165,10 @@ check "glossary code term" ok   "[\`mmap_lock\`](#gl-mmap-lock){.gloss}" 'Take `
 
 [`mmap_lock`]{.term}
 : The lock.'
+check "glossary code form" ok   "[\`mm->mmap_lock\`](#gl-mmap-lock){.gloss}" 'Take `mm->mmap_lock`.
+
+[`mmap_lock`]{.term match="mmap_lock|mm->mmap_lock"}
+: The lock.'
 check "glossary two words" ok   "[grace periods](#gl-grace-period){.gloss}." 'Two grace periods.
 
 [grace period]{.term match="grace period|grace periods"}

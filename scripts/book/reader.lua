@@ -221,7 +221,8 @@ local function link_chapter(blocks, terms)
             local ok, pre, post = true, nil, nil
             for k = 1, n do
               local e = inls[i + 2 * (k - 1)]
-              if k > 1 and (not inls[i + 2 * k - 3] or inls[i + 2 * k - 3].t ~= "Space") then ok = false break end
+              local sep = inls[i + 2 * k - 3]
+              if k > 1 and (not sep or (sep.t ~= "Space" and sep.t ~= "SoftBreak")) then ok = false break end
               if not e or e.t ~= "Str" then ok = false break end
               local p, w, q = strip(e.text)
               if not w then ok = false break end

@@ -169,6 +169,11 @@ check "glossary code form" ok   "[\`mm->mmap_lock\`](#gl-mmap-lock){.gloss}" 'Ta
 
 [`mmap_lock`]{.term match="mmap_lock|mm->mmap_lock"}
 : The lock.'
+check "glossary line break" ok   "[grace period](#gl-grace-period){.gloss}" 'One grace
+period.
+
+[grace period]{.term}
+: Time.'
 check "glossary two words" ok   "[grace periods](#gl-grace-period){.gloss}." 'Two grace periods.
 
 [grace period]{.term match="grace period|grace periods"}

@@ -107,6 +107,11 @@ build/book.pdf: build/book.html scripts/book/print.css
 answers: ## the instructors' answer key: build/answers.html and build/answers.pdf (not in the book, not in student-dist)
 	@scripts/book/answers.sh
 
+# The answer key's HTML alone (make test builds it; unchanged inputs, no rebuild).
+build/answers.html: $(wildcard answers/*.md answers/labs/*.md) $(wildcard scripts/book/*.lua) scripts/book/answers.sh \
+		$(wildcard $(shell git ls-files reference 2>/dev/null))
+	@scripts/book/answers.sh --no-pdf
+
 # ---------------------------------------------------------- models and labs
 # LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).
 LAB_DIR := $(if $(LAB),$(firstword $(wildcard labs/$(LAB)/Makefile labs/$(LAB)-*/Makefile)))

@@ -1,0 +1,21 @@
+/* scenarios.c - the list of scenarios, broken variant first, each followed by its correct ones. */
+#include "explore.h"
+
+#include <string.h>
+
+extern const struct ex_scenario scn_rwsem_steal, scn_rwsem_nosteal, scn_rwsem_wfirst;
+extern const struct ex_scenario scn_vma_norecheck, scn_vma_recheck;
+
+const struct ex_scenario *const ex_scenarios[] = {
+	&scn_rwsem_steal, &scn_rwsem_nosteal, &scn_rwsem_wfirst,
+	&scn_vma_norecheck, &scn_vma_recheck,
+	NULL
+};
+
+const struct ex_scenario *ex_find(const char *name)
+{
+	for (int i = 0; ex_scenarios[i]; i++)
+		if (strcmp(ex_scenarios[i]->name, name) == 0)
+			return ex_scenarios[i];
+	return NULL;
+}

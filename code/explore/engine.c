@@ -108,7 +108,7 @@ static void *thread_main(void *arg)
 		;
 	run.fp |= run.sc->start_mask[me->id];
 	run.sc->body[me->id](run.ctx);
-	snprintf(me->label, sizeof(me->label), "returns");
+	snprintf(me->label, sizeof(me->label), "ends");
 	me->st = EX_DONE;
 	self = NULL;
 	sem_post(&run.ctl);

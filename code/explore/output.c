@@ -46,7 +46,7 @@ static void put_wrapped(FILE *f, const char *s, int width)
 		char word[256];
 
 		if (col && col + 1 + w > width) {
-			fputs("<br/>", f);
+			fputs("<br align=\"left\"/>", f);
 			col = 0;
 		} else if (col) {
 			fputc(' ', f);
@@ -101,7 +101,7 @@ int ex_write_dot(const char *path, const struct ex_scenario *sc,
 		fprintf(f, "</font></td></tr>\n");
 	}
 	if (r->found) {
-		fprintf(f, "    <tr><td colspan=\"%d\" align=\"left\" bgcolor=\"#f6d0d0\">", ncol);
+		fprintf(f, "    <tr><td colspan=\"%d\" align=\"left\" balign=\"left\" bgcolor=\"#f6d0d0\">", ncol);
 		put_wrapped(f, r->why, 90);
 		fprintf(f, "</td></tr>\n");
 	}

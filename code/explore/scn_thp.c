@@ -1,0 +1,202 @@
+/* scn_thp.c - chapter 7: the deferred-split shrinker against a partial unmap; 6.12's unlocked drop loses the folio, the locked drop does not. */
+#include "explore.h"
+#include "thp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * One PMD-size anonymous folio, queued at fault as "maybe underused" (not
+ * partially mapped; thp_underused() will say no). K runs the shrinker;
+ * U unmaps the folio's first 16 pages (a partial unmap). The failure: at
+ * the end the folio is partially mapped, yet on no queue: a lost folio
+ * no shrinker will ever split (deferred_split_check() names it).
+ *
+ * Broken variant: deferred_split_scan() as 6.12.117 writes it (mm/
+ * huge_memory.c): a folio the scan does not split and finds not partially
+ * mapped is dropped from the scan's private list with an unlocked
+ * list_del_init(). If U's deferred_split_folio() sets partially_mapped
+ * between that test and the drop, it finds the folio on a list (the
+ * private one) and does not queue it. Correct variant: code/thp's own
+ * deferred_split_scan(), which drops under split_queue_lock after a
+ * re-test. The copy below keeps the model's pinning (every pin held to
+ * the end) and has one yield point of its own, in that window: a CPU can
+ * be interrupted there, or U's CPU can simply be faster.
+ *
+ * No yield point lies inside split_queue_lock, so no thread ever finds
+ * the spinlock held and spins.
+ */
+#define UNMAP_PAGES 16
+
+struct thp_ctx {
+	struct deferred_split ds;
+	struct folio folio;
+	bool locked_drop;
+};
+
+static void thp_ex_hook(struct deferred_split *ds, enum thp_hook_point p,
+			struct folio *folio, void *arg)
+{
+	static const char *const name[] = {
+		[THP_HOOK_EARLY_CHECKED] = "rmap: EARLY_CHECKED",
+		[THP_HOOK_SCAN_ISOLATED] = "scan: SCAN_ISOLATED",
+		[THP_HOOK_UNQUEUE_PEEKED] = "unqueue: UNQUEUE_PEEKED",
+	};
+
+	(void)ds;
+	(void)folio;
+	(void)arg;
+	ex_yield(p < NR_THP_HOOKS ? name[p] : "?", EX_MODEL);
+}
+
+/* region: explore-scan-unlocked-drop */
+static unsigned long scan_unlocked_drop(struct deferred_split *ds)
+{
+	struct folio *folio, *next, *pinned[DEFERRED_SPLIT_BATCH];
+	unsigned long split = 0, removed = 0;
+	int npinned = 0;
+	LIST_HEAD(list);
+
+	split_queue_lock(ds, SPLIT_QUEUE_LOCK_SCAN);
+	list_for_each_entry_safe(folio, next, &ds->split_queue, _deferred_list) {
+		if (folio_try_get(folio)) {
+			list_move(&folio->_deferred_list, &list);
+			folio->isolated = true;
+			ds->nr_isolated++;
+			pinned[npinned++] = folio;
+		} else {
+			folio_clear_partially_mapped(folio);
+			list_del_init(&folio->_deferred_list);
+			ds->split_queue_len--;
+		}
+		if (npinned == DEFERRED_SPLIT_BATCH)
+			break;
+	}
+	split_queue_unlock(ds);
+	thp_hook(ds, THP_HOOK_SCAN_ISOLATED, NULL);
+
+	list_for_each_entry_safe(folio, next, &list, _deferred_list) {
+		bool did_split = false;
+
+		if (!folio_test_partially_mapped(folio) && !folio->underused)
+			goto next;
+		if (!folio_trylock(folio))
+			goto next;
+		if (!split_folio(folio)) {
+			did_split = true;
+			split++;
+		}
+		folio_unlock(folio);
+next:
+		if (did_split) {
+			;	/* split_folio() took it off the list */
+		} else if (!folio_test_partially_mapped(folio)) {
+			ex_yield("scan: not partially mapped", EX_MODEL);
+			list_del_init(&folio->_deferred_list);	/* no lock held */
+			removed++;
+		}
+	}
+
+	split_queue_lock(ds, SPLIT_QUEUE_LOCK_SCAN);
+	list_splice_tail_init(&list, &ds->split_queue);
+	ds->split_queue_len -= removed;
+	for (int i = 0; i < npinned; i++)
+		if (pinned[i]->isolated) {
+			pinned[i]->isolated = false;
+			ds->nr_isolated--;
+		}
+	split_queue_unlock(ds);
+	for (int i = 0; i < npinned; i++)
+		folio_put(pinned[i]);
+	return split;
+}
+/* endregion: explore-scan-unlocked-drop */
+
+static void *setup(bool locked_drop)
+{
+	struct thp_ctx *c = aligned_alloc(64, sizeof(*c));
+
+	if (!c)
+		abort();
+	memset(c, 0, sizeof(*c));
+	deferred_split_init(&c->ds);
+	c->ds.split_underused_thp = true;	/* 6.12's default */
+	if (folio_init(&c->folio, &c->ds, HPAGE_PMD_ORDER) != 0)
+		abort();
+	c->folio.underused = false;
+	do_anonymous_large_fault(&c->folio);	/* queued, not partially mapped */
+	c->ds.hook = thp_ex_hook;
+	c->ds.hook_arg = c;
+	c->locked_drop = locked_drop;
+	return c;
+}
+
+static void *setup_unlocked(const struct ex_scenario *sc) { (void)sc; return setup(false); }
+static void *setup_locked(const struct ex_scenario *sc) { (void)sc; return setup(true); }
+
+/* region: explore-thp-threads */
+static void shrinker(void *p)
+{
+	struct thp_ctx *c = p;
+
+	if (c->locked_drop)
+		deferred_split_scan(&c->ds, 0);
+	else
+		scan_unlocked_drop(&c->ds);
+}
+
+static void unmapper(void *p)
+{
+	struct thp_ctx *c = p;
+
+	folio_remove_rmap_ptes(&c->folio, 0, UNMAP_PAGES);
+}
+/* endregion: explore-thp-threads */
+
+static const char *check(void *p, char *buf, size_t len)
+{
+	struct thp_ctx *c = p;
+	char why[160];
+
+	if (deferred_split_check(&c->ds, &c->folio, 1, why, sizeof(why)) != 0) {
+		snprintf(buf, len, "lost folio: %s", why);
+		return buf;
+	}
+	return NULL;
+}
+
+static void state(void *p, char *buf, size_t len)
+{
+	struct thp_ctx *c = p;
+	const char *where = list_empty(&c->folio._deferred_list) ? "none" :
+		c->folio.isolated ? "scan's list" : "split_queue";
+
+	snprintf(buf, len, "partially_mapped=%d list=%s len=%lu",
+		 folio_test_partially_mapped(&c->folio), where, c->ds.split_queue_len);
+}
+
+static void teardown(void *p)
+{
+	struct thp_ctx *c = p;
+
+	folio_destroy(&c->folio);
+	free(c);
+}
+
+#define THP_SCENARIO(nm, sum, setupfn, found)				\
+	{								\
+		.name = nm, .summary = sum,				\
+		.bug = "a partially mapped folio ends up on no queue",	\
+		.expect_found = found, .default_bound = 3, .nthreads = 2, \
+		.thread_name = { "K", "U" },				\
+		.start_mask = { EX_MODEL, EX_MODEL },			\
+		.setup = setupfn, .body = { shrinker, unmapper },	\
+		.check = check, .state = state, .teardown = teardown,	\
+	}
+
+const struct ex_scenario scn_thp_unlocked = THP_SCENARIO("thp-unlocked-drop",
+	"6.12's deferred_split_scan() (unlocked drop) vs a partial unmap",
+	setup_unlocked, true);
+const struct ex_scenario scn_thp_locked = THP_SCENARIO("thp-locked-drop",
+	"the model's deferred_split_scan() (drop under the lock) vs a partial unmap",
+	setup_locked, false);

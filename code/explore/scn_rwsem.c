@@ -18,6 +18,7 @@
 struct rwsem_ctx {
 	struct rw_semaphore sem;
 	enum rwsem_steal_policy policy;
+	bool nosteal_call;		/* re-take with down_read_nosteal() */
 	int seq;			/* acquisitions so far */
 	int r_retake, w_acquire;	/* their place in that order */
 	bool w_queued_at_drop;
@@ -61,6 +62,14 @@ static void *setup(const struct ex_scenario *sc, enum rwsem_steal_policy policy)
 static void *setup_steal(const struct ex_scenario *sc) { return setup(sc, RWSEM_STEAL); }
 static void *setup_nosteal(const struct ex_scenario *sc) { return setup(sc, RWSEM_NOSTEAL); }
 static void *setup_wfirst(const struct ex_scenario *sc) { return setup(sc, RWSEM_WRITER_FIRST); }
+/* A stock lock, and the re-take asks down_read_nosteal() (the khugepaged series). */
+static void *setup_nosteal_call(const struct ex_scenario *sc)
+{
+	struct rwsem_ctx *c = setup(sc, RWSEM_STEAL);
+
+	c->nosteal_call = true;
+	return c;
+}
 
 /* region: explore-rwsem-threads */
 static void reader(void *p)
@@ -73,7 +82,10 @@ static void reader(void *p)
 	c->w_queued_at_drop = rwsem_count_waiters(&c->sem, RWSEM_WAITING_FOR_WRITE) > 0;
 	up_read(&c->sem);			/* drop ... */
 	ex_yield("up_read() returns", EX_MODEL);
-	down_read(&c->sem);			/* ... and re-take */
+	if (c->nosteal_call)			/* ... and re-take */
+		down_read_nosteal(&c->sem);
+	else
+		down_read(&c->sem);
 	ex_touch(OBJ_ORDER);
 	c->r_retake = ++c->seq;
 	ex_yield("down_read() returns", EX_MODEL);
@@ -132,7 +144,7 @@ static void teardown(void *p)
 #define RWSEM_SCENARIO(nm, pol, setupfn, found)				\
 	{								\
 		.name = nm,						\
-		.summary = "drop-and-retake vs a writer, steal policy " pol, \
+		.summary = "drop-and-retake vs a writer, " pol,		\
 		.bug = "R's re-take beats the queued writer W",		\
 		.expect_found = found, .default_bound = 3, .nthreads = 2, \
 		.thread_name = { "R", "W" },				\
@@ -142,8 +154,11 @@ static void teardown(void *p)
 	}
 
 const struct ex_scenario scn_rwsem_steal =
-	RWSEM_SCENARIO("rwsem-steal", "0 (STEAL, stock 6.12)", setup_steal, true);
+	RWSEM_SCENARIO("rwsem-steal", "steal policy 0 (STEAL, stock 6.12)", setup_steal, true);
 const struct ex_scenario scn_rwsem_nosteal =
-	RWSEM_SCENARIO("rwsem-nosteal", "1 (NOSTEAL)", setup_nosteal, false);
+	RWSEM_SCENARIO("rwsem-nosteal", "steal policy 1 (NOSTEAL)", setup_nosteal, false);
 const struct ex_scenario scn_rwsem_wfirst =
-	RWSEM_SCENARIO("rwsem-writer-first", "2 (WRITER_FIRST)", setup_wfirst, false);
+	RWSEM_SCENARIO("rwsem-writer-first", "steal policy 2 (WRITER_FIRST)", setup_wfirst, false);
+const struct ex_scenario scn_rwsem_nosteal_call =
+	RWSEM_SCENARIO("rwsem-nosteal-call", "policy 0, re-take by down_read_nosteal()",
+		       setup_nosteal_call, false);

@@ -1,4 +1,4 @@
-/* scn_vma.c - chapter 4: lock_vma_under_rcu() against munmap() of the VMA it found, with and without the re-check. */
+/* scn_vma.c - chapter 4: lock_vma_under_rcu() against munmap() and mprotect() of the VMA it found, with and without its re-checks. */
 #include "explore.h"
 #include "vma.h"
 
@@ -15,16 +15,25 @@
  * F stays inside an RCU read-side section from before the lookup until
  * after the use, so a detached A is still allocated when F looks at it;
  * so does the explorer while it prints states (see setup()).
+ *
+ * The second pair: M mprotect()s all of A instead (A changes in place, no
+ * detach). The failure: F holds A read-locked while M still has it
+ * write-locked (vm_lock_seq == mm_lock_seq, mmap_lock held for write),
+ * reading a VMA halfway through a change. 6.12's vma_start_read()
+ * compares the sequence numbers again after its trylock; the broken
+ * variant is vma_start_read() without that second comparison.
  */
 #define A_START	PG(256)
 #define A_PAGES	4
 #define OBJ_USE	EX_OBJ(1)	/* what F saw, for check() */
 
+enum vma_variant { NO_RECHECK, RECHECK, PROTECT_NO_RECHECK, PROTECT_RECHECK };
+
 struct vma_ctx {
 	struct mm_struct mm;
 	struct vm_area_struct *a;
-	bool recheck;
-	bool got, used_detached;
+	enum vma_variant v;
+	bool got, used_detached, used_write_locked;
 };
 
 static const char *hook_name(enum vma_hook_point p)
@@ -44,6 +53,47 @@ static void vma_ex_hook(struct mm_struct *mm, enum vma_hook_point p,
 	(void)vma;
 	(void)arg;
 	ex_yield(hook_name(p), EX_MODEL);
+}
+
+/* vma_start_read() from vma_read.c without the comparison after the trylock. */
+static bool start_read_norecheck(struct vm_area_struct *vma)
+{
+	struct mm_struct *mm = vma->vm_mm;
+
+	if (READ_ONCE(vma->vm_lock_seq) == READ_ONCE(mm->mm_lock_seq.sequence))
+		return false;
+	mm_hook(mm, VMA_HOOK_TRYLOCK, vma);
+	return down_read_trylock(&vma->vm_lock->lock) != 0;
+	/* (no vm_lock_seq == mm_lock_seq check under the read lock here) */
+}
+
+/* lock_vma_under_rcu() calling the vma_start_read() above. */
+static struct vm_area_struct *lock_vma_start_norecheck(struct mm_struct *mm,
+						       unsigned long address)
+{
+	struct vm_area_struct *vma;
+
+	rcu_read_lock();
+retry:
+	vma = vma_lookup(mm, address);
+	if (!vma)
+		goto inval;
+	mm_hook(mm, VMA_HOOK_LOOKUP, vma);
+	if (!start_read_norecheck(vma))
+		goto inval;
+	if (vma->detached) {
+		vma_end_read(vma);
+		goto retry;
+	}
+	if (address < vma->vm_start || address >= vma->vm_end) {
+		vma_end_read(vma);
+		goto inval;
+	}
+	rcu_read_unlock();
+	return vma;
+inval:
+	rcu_read_unlock();
+	return NULL;
 }
 
 /* region: explore-lock-vma-norecheck */
@@ -70,7 +120,7 @@ inval:
 }
 /* endregion: explore-lock-vma-norecheck */
 
-static void *setup(bool recheck)
+static void *setup(enum vma_variant v)
 {
 	struct vma_ctx *c = calloc(1, sizeof(*c));
 
@@ -80,7 +130,7 @@ static void *setup(bool recheck)
 	if (do_mmap(&c->mm, A_START, PG(A_PAGES), VM_READ | VM_WRITE) != 0)
 		abort();
 	c->a = vma_lookup(&c->mm, A_START);
-	c->recheck = recheck;
+	c->v = v;
 	mm_set_hook(&c->mm, vma_ex_hook, c, (1u << VMA_HOOK_LOOKUP) |
 		    (1u << VMA_HOOK_TRYLOCK) | (1u << VMA_HOOK_WRITE_LOCKED));
 	/* Until teardown: no grace period ends, A stays readable for state(). */
@@ -88,8 +138,10 @@ static void *setup(bool recheck)
 	return c;
 }
 
-static void *setup_norecheck(const struct ex_scenario *sc) { (void)sc; return setup(false); }
-static void *setup_recheck(const struct ex_scenario *sc) { (void)sc; return setup(true); }
+static void *setup_norecheck(const struct ex_scenario *sc) { (void)sc; return setup(NO_RECHECK); }
+static void *setup_recheck(const struct ex_scenario *sc) { (void)sc; return setup(RECHECK); }
+static void *setup_pnorecheck(const struct ex_scenario *sc) { (void)sc; return setup(PROTECT_NO_RECHECK); }
+static void *setup_precheck(const struct ex_scenario *sc) { (void)sc; return setup(PROTECT_RECHECK); }
 
 /* region: explore-vma-threads */
 static void fault(void *p)
@@ -99,12 +151,18 @@ static void fault(void *p)
 	struct vm_area_struct *vma;
 
 	rcu_read_lock();	/* keeps a detached A allocated for the check */
-	vma = c->recheck ? lock_vma_under_rcu(&c->mm, addr)
-			 : lock_vma_norecheck(&c->mm, addr);
+	if (c->v == NO_RECHECK)
+		vma = lock_vma_norecheck(&c->mm, addr);
+	else if (c->v == PROTECT_NO_RECHECK)
+		vma = lock_vma_start_norecheck(&c->mm, addr);
+	else
+		vma = lock_vma_under_rcu(&c->mm, addr);
 	ex_yield(vma ? "returns A, read-locked" : "returns NULL", EX_MODEL | OBJ_USE);
 	c->got = vma != NULL;
 	if (vma) {
 		c->used_detached = vma->detached;	/* handle_mm_fault(vma) */
+		c->used_write_locked = (c->mm.mm_lock_seq.sequence & 1) &&
+			vma->vm_lock_seq == c->mm.mm_lock_seq.sequence;
 		vma_end_read(vma);
 	}
 	rcu_read_unlock();
@@ -114,7 +172,10 @@ static void unmap(void *p)
 {
 	struct vma_ctx *c = p;
 
-	do_munmap(&c->mm, A_START, PG(A_PAGES));
+	if (c->v == PROTECT_NO_RECHECK || c->v == PROTECT_RECHECK)
+		do_mprotect(&c->mm, A_START, PG(A_PAGES), VM_READ);
+	else
+		do_munmap(&c->mm, A_START, PG(A_PAGES));
 }
 /* endregion: explore-vma-threads */
 
@@ -125,6 +186,11 @@ static const char *check(void *p, char *buf, size_t len)
 	if (c->used_detached) {
 		snprintf(buf, len, "use after detach: F holds A read-locked and uses it, "
 			 "but munmap() had already detached A from the tree");
+		return buf;
+	}
+	if (c->used_write_locked) {
+		snprintf(buf, len, "read under a writer: F holds A read-locked and uses it "
+			 "while M still has A write-locked (vm_lock_seq == mm_lock_seq)");
 		return buf;
 	}
 	return NULL;
@@ -147,10 +213,9 @@ static void teardown(void *p)
 	free(c);
 }
 
-#define VMA_SCENARIO(nm, sum, setupfn, found)				\
+#define VMA_SCENARIO(nm, sum, bugtxt, setupfn, found)			\
 	{								\
-		.name = nm, .summary = sum,				\
-		.bug = "F uses a VMA that munmap() detached",		\
+		.name = nm, .summary = sum, .bug = bugtxt,		\
 		.expect_found = found, .default_bound = 3, .nthreads = 2, \
 		.thread_name = { "F", "M" },				\
 		.start_mask = { EX_MODEL, EX_MODEL },			\
@@ -159,6 +224,14 @@ static void teardown(void *p)
 	}
 
 const struct ex_scenario scn_vma_norecheck = VMA_SCENARIO("vma-norecheck",
-	"lock_vma_under_rcu() without the re-check vs munmap()", setup_norecheck, true);
+	"lock_vma_under_rcu() without the re-check vs munmap()",
+	"F uses a VMA that munmap() detached", setup_norecheck, true);
 const struct ex_scenario scn_vma_recheck = VMA_SCENARIO("vma-recheck",
-	"6.12's lock_vma_under_rcu() vs munmap()", setup_recheck, false);
+	"6.12's lock_vma_under_rcu() vs munmap()",
+	"F uses a VMA that munmap() detached", setup_recheck, false);
+const struct ex_scenario scn_vma_start_norecheck = VMA_SCENARIO("vma-start-norecheck",
+	"vma_start_read() without the check after the trylock vs mprotect()",
+	"F read-locks A while M has it write-locked", setup_pnorecheck, true);
+const struct ex_scenario scn_vma_start_recheck = VMA_SCENARIO("vma-start-recheck",
+	"6.12's vma_start_read() vs mprotect()",
+	"F read-locks A while M has it write-locked", setup_precheck, false);

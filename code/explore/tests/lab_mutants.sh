@@ -18,8 +18,8 @@ declare -A FILES=(
 	[07]="rmap.c=THP_RMAP deferred_split.c=THP_DEFERRED"
 )
 declare -A SCN=(
-	[01]="rwsem-steal rwsem-nosteal rwsem-writer-first"
-	[04]="vma-norecheck vma-recheck"
+	[01]="rwsem-steal rwsem-nosteal rwsem-writer-first rwsem-nosteal-call rwsem-guard-prefer rwsem-guard"
+	[04]="vma-norecheck vma-recheck vma-start-norecheck vma-start-recheck"
 	[06]="uprobe-noretry uprobe-retry"
 	[07]="thp-unlocked-drop thp-locked-drop"
 )

@@ -11,10 +11,11 @@
  * BASE + 4 pages (file page 12: id 112) with mmap_lock speculation; M
  * moves P's start down 2 pages, keeping every address's offset
  * (vma_move_start(): vm_pgoff first, then vm_start). Before and after
- * M, X is at file page 12: a lookup may answer 112, or nothing (the
- * caller then asks under mmap_lock), never another uprobe. The broken
- * variant is patch 0011's lookup without mmap_lock_speculate_retry():
- * it may pair one vm_pgoff with the other vm_start (a torn read).
+ * M, X is at file page 12: the hit must run uprobe 112, whichever way
+ * it found it. The broken variant is handle_swbp() with patch 0011's
+ * speculative lookup minus mmap_lock_speculate_retry(): it may pair one
+ * vm_pgoff with the other vm_start (a torn read). The fallback may sleep
+ * in mmap_read_lock() while M holds the lock for write.
  */
 #define BASE	PG(512)
 #define X	(BASE + PG(4))
@@ -111,18 +112,32 @@ static void *setup(bool retry)
 static void *setup_noretry(const struct ex_scenario *sc) { (void)sc; return setup(false); }
 static void *setup_retry(const struct ex_scenario *sc) { (void)sc; return setup(true); }
 
+/* handle_swbp() with speculate_noretry() for find_active_uprobe(). */
+static int handle_swbp_noretry(struct mm_struct *mm, unsigned long bp_vaddr)
+{
+	struct uprobe *uprobe;
+	int id = 0;
+
+	rcu_read_lock();
+	uprobe = speculate_noretry(mm, bp_vaddr);
+	if (!uprobe)
+		uprobe = find_active_uprobe_rcu(mm, bp_vaddr);
+	if (uprobe) {
+		atomic_fetch_add(&uprobe->hits, 1);
+		id = uprobe->id;
+	}
+	rcu_read_unlock();
+	return id;
+}
+
 /* region: explore-uprobe-threads */
 static void speculate(void *p)
 {
 	struct up_ctx *c = p;
-	struct uprobe *u;
+	int id = c->retry ? handle_swbp(&c->mm, X) : handle_swbp_noretry(&c->mm, X);
 
-	rcu_read_lock();	/* handle_swbp() holds it */
-	u = c->retry ? find_active_uprobe_speculative(&c->mm, X)
-		     : speculate_noretry(&c->mm, X);
 	ex_touch(OBJ_ID);
-	c->id = u ? u->id : 0;
-	rcu_read_unlock();
+	c->id = id;
 }
 
 static void move_start(void *p)
@@ -137,10 +152,14 @@ static const char *check(void *p, char *buf, size_t len)
 {
 	struct up_ctx *c = p;
 
-	if (c->id != 0 && c->id != ID_X) {
-		snprintf(buf, len, "torn read: the speculative lookup of X answered uprobe %d "
-			 "(file page %d); X is at file page 12 before and after the move",
-			 c->id, c->id - 100);
+	if (c->id == 0) {
+		snprintf(buf, len, "no uprobe: the hit at X ran no handler; uprobe 112 "
+			 "covers X before and after the move");
+		return buf;
+	}
+	if (c->id != ID_X) {
+		snprintf(buf, len, "torn read: the hit at X ran uprobe %d (file page %d); "
+			 "X is at file page 12 before and after the move", c->id, c->id - 100);
 		return buf;
 	}
 	return NULL;
@@ -170,7 +189,7 @@ static void teardown(void *p)
 #define UPROBE_SCENARIO(nm, sum, setupfn, found)			\
 	{								\
 		.name = nm, .summary = sum,				\
-		.bug = "the lookup pairs an old vm_pgoff with a new vm_start, or back", \
+		.bug = "the hit runs another uprobe than 112, or none", \
 		.expect_found = found, .default_bound = 3, .nthreads = 2, \
 		.thread_name = { "S", "M" },				\
 		.start_mask = { EX_MODEL, EX_MODEL },			\
@@ -179,7 +198,7 @@ static void teardown(void *p)
 	}
 
 const struct ex_scenario scn_uprobe_noretry = UPROBE_SCENARIO("uprobe-noretry",
-	"speculative uprobe lookup without the retry check vs vma_move_start()",
+	"a uprobe hit, speculation without the retry check, vs vma_move_start()",
 	setup_noretry, true);
 const struct ex_scenario scn_uprobe_retry = UPROBE_SCENARIO("uprobe-retry",
-	"patch 0011's speculative uprobe lookup vs vma_move_start()", setup_retry, false);
+	"a uprobe hit (patch 0011's speculation, then mmap_lock) vs vma_move_start()", setup_retry, false);

@@ -34,6 +34,7 @@ struct vma_ctx {
 	struct vm_area_struct *a;
 	enum vma_variant v;
 	bool got, used_detached, used_write_locked;
+	bool m_started, spurious;	/* F gave up though M had not begun */
 };
 
 static const char *hook_name(enum vma_hook_point p)
@@ -159,6 +160,7 @@ static void fault(void *p)
 		vma = lock_vma_under_rcu(&c->mm, addr);
 	ex_yield(vma ? "returns A, read-locked" : "returns NULL", EX_MODEL | OBJ_USE);
 	c->got = vma != NULL;
+	c->spurious = !vma && !c->m_started;
 	if (vma) {
 		c->used_detached = vma->detached;	/* handle_mm_fault(vma) */
 		c->used_write_locked = (c->mm.mm_lock_seq.sequence & 1) &&
@@ -172,6 +174,8 @@ static void unmap(void *p)
 {
 	struct vma_ctx *c = p;
 
+	ex_touch(OBJ_USE);
+	c->m_started = true;
 	if (c->v == PROTECT_NO_RECHECK || c->v == PROTECT_RECHECK)
 		do_mprotect(&c->mm, A_START, PG(A_PAGES), VM_READ);
 	else
@@ -186,6 +190,16 @@ static const char *check(void *p, char *buf, size_t len)
 	if (c->used_detached) {
 		snprintf(buf, len, "use after detach: F holds A read-locked and uses it, "
 			 "but munmap() had already detached A from the tree");
+		return buf;
+	}
+	if (c->spurious) {
+		snprintf(buf, len, "no VMA: F's lookup failed although M had not started");
+		return buf;
+	}
+	/* A is still allocated: the explorer's RCU read-side section. */
+	if (atomic_load(&c->a->vm_lock->lock.count) != 0) {
+		snprintf(buf, len, "A's vm_lock left held: count 0x%lx",
+			 atomic_load(&c->a->vm_lock->lock.count));
 		return buf;
 	}
 	if (c->used_write_locked) {

@@ -38,10 +38,10 @@ for lab in $labs; do
 		done
 		touched=$(sed -n 's|^+++ b/||p' "$p" | tr '\n' ' ')
 		if ! patch -s -p1 -d "$w/src" <"$p" >/dev/null 2>&1; then
-			echo "$lab/$m: not reachable: patches ${touched}(the scenarios use ${FILES[$lab]//=*([A-Z_])/})"
+			echo "$lab/$m: not reachable: it patches ${touched}which no scenario runs"
 			continue
 		fi
-		if ! nice make -s command BUILD="$w/build" "${vars[@]}" >"$w/log" 2>&1; then
+		if ! nice make -s command BUILD="$w/build" EXTRA_CFLAGS=-Wno-error "${vars[@]}" >"$w/log" 2>&1; then
 			echo "$lab/$m: does not build with the explorer (see its patch)"
 			continue
 		fi

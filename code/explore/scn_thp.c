@@ -9,8 +9,10 @@
  * One PMD-size anonymous folio, queued at fault as "maybe underused" (not
  * partially mapped; thp_underused() will say no). K runs the shrinker;
  * U unmaps the folio's first 16 pages (a partial unmap). The failure: at
- * the end the folio is partially mapped, yet on no queue: a lost folio
- * no shrinker will ever split (deferred_split_check() names it).
+ * the end the folio is large and partially mapped (by its page counts,
+ * whatever PG_partially_mapped says), yet on no queue: a lost folio no
+ * shrinker will ever split; or deferred_split_check() finds the queue's
+ * invariants broken.
  *
  * Broken variant: deferred_split_scan() as 6.12.117 writes it (mm/
  * huge_memory.c): a folio the scan does not split and finds not partially
@@ -156,8 +158,17 @@ static void unmapper(void *p)
 static const char *check(void *p, char *buf, size_t len)
 {
 	struct thp_ctx *c = p;
+	int mapped = atomic_load(&c->folio._nr_pages_mapped);
 	char why[160];
 
+	/* What the pages say, whatever the flag says. */
+	if (folio_test_large(&c->folio) && mapped > 0 && mapped < HPAGE_PMD_NR &&
+	    list_empty(&c->folio._deferred_list)) {
+		snprintf(buf, len, "lost folio: %d of %d pages mapped, on no queue "
+			 "(partially_mapped=%d)", mapped, HPAGE_PMD_NR,
+			 folio_test_partially_mapped(&c->folio));
+		return buf;
+	}
 	if (deferred_split_check(&c->ds, &c->folio, 1, why, sizeof(why)) != 0) {
 		snprintf(buf, len, "lost folio: %s", why);
 		return buf;

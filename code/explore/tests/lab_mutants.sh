@@ -6,6 +6,10 @@
 # line: the scenarios whose verdict changed (with the breaking schedule's replay
 # string), or "no scenario breaks it". Slow (one build per mutant): not in `make test`.
 set -u
+case "${1:-}" in
+-h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) echo "lab_mutants: unknown option $1 (--help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.." || exit 2
 TOP=../..
 tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT

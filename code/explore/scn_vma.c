@@ -222,6 +222,8 @@ static void teardown(void *p)
 {
 	struct vma_ctx *c = p;
 
+	/* check() reported a lock left held; release it, or mm_destroy() would wait. */
+	atomic_store(&c->a->vm_lock->lock.count, 0);
 	rcu_read_unlock();
 	mm_destroy(&c->mm);
 	free(c);

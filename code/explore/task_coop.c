@@ -74,9 +74,10 @@ void schedule(void)
 
 	while (atomic_load(&t->__state) != TASK_RUNNING) {
 		if (!ex_in_thread()) {
-			/* Setup code on the explorer's thread never sleeps. */
-			fprintf(stderr, "explore: schedule() outside a scenario thread\n");
-			abort();
+			/* Setup and teardown run alone: nobody could wake them. */
+			fprintf(stderr, "explore: a scenario's setup or teardown would sleep "
+				"(a lock left held by the schedule before?)\n");
+			exit(3);
 		}
 		ex_block();
 	}

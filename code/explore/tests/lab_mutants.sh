@@ -49,7 +49,11 @@ for lab in $labs; do
 			echo "$lab/$m: does not build with the explorer (see its patch)"
 			continue
 		fi
-		out=$(timeout 300 "$w/build/explore" --quiet ${SCN[$lab]} 2>&1)
+		out=$(timeout 300 "$w/build/explore" --quiet ${SCN[$lab]} 2>&1); rc=$?
+		if [ $rc -gt 1 ]; then
+			echo "$lab/$m: BROKEN: the explorer stopped (exit $rc): $(echo "$out" | grep '^explore:' | head -1)"
+			continue
+		fi
 		# "NAME FOUND (expected NONE) --replay STRING" for each unexpected verdict
 		bad=$(echo "$out" | awk '
 			/UNEXPECTED/ { for (i = 1; i <= NF; i++) if ($i == "FOUND" || $i == "NONE") v = $i

@@ -22,12 +22,18 @@
  * reading a VMA halfway through a change. 6.12's vma_start_read()
  * compares the sequence numbers again after its trylock; the broken
  * variant is vma_start_read() without that second comparison.
+ *
+ * The third pair: M mprotect()s A's lower half; A shrinks in place to
+ * [A, A+2) and a new VMA takes [A+2, A+4), where F's address lies. The
+ * failure: F uses A for an address A no longer covers. The broken variant
+ * is the first pair's (no re-check, so no range check either).
  */
 #define A_START	PG(256)
 #define A_PAGES	4
 #define OBJ_USE	EX_OBJ(1)	/* what F saw, for check() */
 
-enum vma_variant { NO_RECHECK, RECHECK, PROTECT_NO_RECHECK, PROTECT_RECHECK };
+enum vma_variant { NO_RECHECK, RECHECK, PROTECT_NO_RECHECK, PROTECT_RECHECK,
+		   SHRINK_NO_RECHECK, SHRINK_RECHECK };
 
 struct vma_ctx {
 	struct mm_struct mm;
@@ -35,6 +41,7 @@ struct vma_ctx {
 	enum vma_variant v;
 	bool got, used_detached, used_write_locked;
 	bool m_started, spurious;	/* F gave up though M had not begun */
+	bool wrong_range;		/* F's VMA does not contain its address */
 };
 
 static const char *hook_name(enum vma_hook_point p)
@@ -143,16 +150,18 @@ static void *setup_norecheck(const struct ex_scenario *sc) { (void)sc; return se
 static void *setup_recheck(const struct ex_scenario *sc) { (void)sc; return setup(RECHECK); }
 static void *setup_pnorecheck(const struct ex_scenario *sc) { (void)sc; return setup(PROTECT_NO_RECHECK); }
 static void *setup_precheck(const struct ex_scenario *sc) { (void)sc; return setup(PROTECT_RECHECK); }
+static void *setup_snorecheck(const struct ex_scenario *sc) { (void)sc; return setup(SHRINK_NO_RECHECK); }
+static void *setup_srecheck(const struct ex_scenario *sc) { (void)sc; return setup(SHRINK_RECHECK); }
 
 /* region: explore-vma-threads */
 static void fault(void *p)
 {
 	struct vma_ctx *c = p;
-	unsigned long addr = A_START + PG(1);
+	unsigned long addr = A_START + PG(c->v >= SHRINK_NO_RECHECK ? 3 : 1);
 	struct vm_area_struct *vma;
 
 	rcu_read_lock();	/* keeps a detached A allocated for the check */
-	if (c->v == NO_RECHECK)
+	if (c->v == NO_RECHECK || c->v == SHRINK_NO_RECHECK)
 		vma = lock_vma_norecheck(&c->mm, addr);
 	else if (c->v == PROTECT_NO_RECHECK)
 		vma = lock_vma_start_norecheck(&c->mm, addr);
@@ -163,6 +172,7 @@ static void fault(void *p)
 	c->spurious = !vma && !c->m_started;
 	if (vma) {
 		c->used_detached = vma->detached;	/* handle_mm_fault(vma) */
+		c->wrong_range = addr < vma->vm_start || addr >= vma->vm_end;
 		c->used_write_locked = (c->mm.mm_lock_seq.sequence & 1) &&
 			vma->vm_lock_seq == c->mm.mm_lock_seq.sequence;
 		vma_end_read(vma);
@@ -178,6 +188,8 @@ static void unmap(void *p)
 	c->m_started = true;
 	if (c->v == PROTECT_NO_RECHECK || c->v == PROTECT_RECHECK)
 		do_mprotect(&c->mm, A_START, PG(A_PAGES), VM_READ);
+	else if (c->v == SHRINK_NO_RECHECK || c->v == SHRINK_RECHECK)
+		do_mprotect(&c->mm, A_START, PG(2), VM_READ);
 	else
 		do_munmap(&c->mm, A_START, PG(A_PAGES));
 }
@@ -190,6 +202,11 @@ static const char *check(void *p, char *buf, size_t len)
 	if (c->used_detached) {
 		snprintf(buf, len, "use after detach: F holds A read-locked and uses it, "
 			 "but munmap() had already detached A from the tree");
+		return buf;
+	}
+	if (c->wrong_range) {
+		snprintf(buf, len, "wrong VMA: F holds A read-locked and uses it for an "
+			 "address A no longer covers (mprotect() split it)");
 		return buf;
 	}
 	if (c->spurious) {
@@ -214,8 +231,9 @@ static void state(void *p, char *buf, size_t len)
 {
 	struct vma_ctx *c = p;
 
-	snprintf(buf, len, "mm_lock_seq=%u A.vm_lock_seq=%u A.detached=%d",
-		 c->mm.mm_lock_seq.sequence, c->a->vm_lock_seq, c->a->detached);
+	snprintf(buf, len, "mm_lock_seq=%u A.vm_lock_seq=%u A.detached=%d A=+[%lu,%lu)",
+		 c->mm.mm_lock_seq.sequence, c->a->vm_lock_seq, c->a->detached,
+		 (c->a->vm_start - A_START) / PAGE_SIZE, (c->a->vm_end - A_START) / PAGE_SIZE);
 }
 
 static void teardown(void *p)
@@ -251,3 +269,9 @@ const struct ex_scenario scn_vma_start_norecheck = VMA_SCENARIO("vma-start-norec
 const struct ex_scenario scn_vma_start_recheck = VMA_SCENARIO("vma-start-recheck",
 	"6.12's vma_start_read() vs mprotect()",
 	"F read-locks A while M has it write-locked", setup_precheck, false);
+const struct ex_scenario scn_vma_shrink_norecheck = VMA_SCENARIO("vma-shrink-norecheck",
+	"lock_vma_under_rcu() without the re-check vs an mprotect() that splits A",
+	"F uses A for an address A no longer covers", setup_snorecheck, true);
+const struct ex_scenario scn_vma_shrink_recheck = VMA_SCENARIO("vma-shrink-recheck",
+	"6.12's lock_vma_under_rcu() vs an mprotect() that splits A",
+	"F uses A for an address A no longer covers", setup_srecheck, false);

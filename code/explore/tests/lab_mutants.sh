@@ -23,7 +23,7 @@ declare -A FILES=(
 )
 declare -A SCN=(
 	[01]="rwsem-steal rwsem-nosteal rwsem-writer-first rwsem-nosteal-call rwsem-guard-prefer rwsem-guard"
-	[04]="vma-norecheck vma-recheck vma-start-norecheck vma-start-recheck"
+	[04]="vma-norecheck vma-recheck vma-start-norecheck vma-start-recheck vma-shrink-norecheck vma-shrink-recheck"
 	[06]="uprobe-noretry uprobe-retry"
 	[07]="thp-unlocked-drop thp-locked-drop"
 )

@@ -1,6 +1,6 @@
 /* scn_rwsem.c - chapter 1's drop-and-retake: may a reader re-take the rwsem ahead of the writer its drop let in? */
 #include "explore.h"
-#include "rwsem.h"
+#include "rwsem_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +20,9 @@ struct rwsem_ctx {
 	enum rwsem_steal_policy policy;
 	bool nosteal_call;		/* re-take with down_read_nosteal() */
 	int seq;			/* acquisitions so far */
-	int r_retake, w_acquire;	/* their place in that order */
-	bool w_queued_at_drop;
+	int r_retake, w_acquire[2];	/* their place in that order */
+	struct task_struct *w_task[2];
+	bool w_queued_at_drop[2];
 };
 
 static const char *hook_name(enum rwsem_hook_point p)
@@ -79,7 +80,10 @@ static void reader(void *p)
 	down_read(&c->sem);
 	ex_yield("down_read() returns", EX_MODEL);
 	ex_touch(OBJ_ORDER);
-	c->w_queued_at_drop = rwsem_count_waiters(&c->sem, RWSEM_WAITING_FOR_WRITE) > 0;
+	for (struct list_head *e = c->sem.wait_list.next; e != &c->sem.wait_list; e = e->next)
+		for (int i = 0; i < 2; i++)
+			if (c->w_task[i] && list_entry(e, struct rwsem_waiter, list)->task == c->w_task[i])
+				c->w_queued_at_drop[i] = true;
 	up_read(&c->sem);			/* drop ... */
 	ex_yield("up_read() returns", EX_MODEL);
 	if (c->nosteal_call)			/* ... and re-take */
@@ -92,16 +96,19 @@ static void reader(void *p)
 	up_read(&c->sem);
 }
 
-static void writer(void *p)
+static void writer_n(struct rwsem_ctx *c, int i)
 {
-	struct rwsem_ctx *c = p;
-
+	ex_touch(OBJ_ORDER);
+	c->w_task[i] = current;
 	down_write(&c->sem);
 	ex_touch(OBJ_ORDER);
-	c->w_acquire = ++c->seq;
+	c->w_acquire[i] = ++c->seq;
 	ex_yield("down_write() returns", EX_MODEL);
 	up_write(&c->sem);
 }
+
+static void writer(void *p) { writer_n(p, 0); }
+static void writer2(void *p) { writer_n(p, 1); }
 /* endregion: explore-rwsem-threads */
 
 static const char *check(void *p, char *buf, size_t len)
@@ -112,12 +119,13 @@ static const char *check(void *p, char *buf, size_t len)
 		snprintf(buf, len, "count 0x%lx left behind", atomic_load(&c->sem.count));
 		return buf;
 	}
-	if (c->w_queued_at_drop && c->r_retake < c->w_acquire) {
-		snprintf(buf, len, "steal before the writer: W was queued when R dropped "
-			 "the lock, and R's re-take got it first (%d before %d)",
-			 c->r_retake, c->w_acquire);
-		return buf;
-	}
+	for (int i = 0; i < 2; i++)
+		if (c->w_queued_at_drop[i] && c->r_retake < c->w_acquire[i]) {
+			snprintf(buf, len, "steal before the writer: %s was queued when R "
+				 "dropped the lock, and R's re-take got it first (%d before %d)",
+				 i ? "X" : "W", c->r_retake, c->w_acquire[i]);
+			return buf;
+		}
 	return NULL;
 }
 
@@ -148,7 +156,7 @@ static void teardown(void *p)
 		.bug = "R's re-take beats the queued writer W",		\
 		.expect_found = found, .default_bound = 3, .nthreads = 2, \
 		.thread_name = { "R", "W" },				\
-		.start_mask = { EX_MODEL, EX_MODEL },			\
+		.start_mask = { EX_MODEL, EX_MODEL | OBJ_ORDER },	\
 		.setup = setupfn, .body = { reader, writer },		\
 		.check = check, .state = state, .teardown = teardown,	\
 	}
@@ -162,3 +170,23 @@ const struct ex_scenario scn_rwsem_wfirst =
 const struct ex_scenario scn_rwsem_nosteal_call =
 	RWSEM_SCENARIO("rwsem-nosteal-call", "policy 0, re-take by down_read_nosteal()",
 		       setup_nosteal_call, false);
+
+/* Two writers: W and X. */
+#define RWSEM2_SCENARIO(nm, pol, setupfn, found)			\
+	{								\
+		.name = nm,						\
+		.summary = "drop-and-retake vs two writers, " pol,	\
+		.bug = "R's re-take beats a writer queued at the drop",	\
+		.expect_found = found, .default_bound = 2, .nthreads = 3, \
+		.thread_name = { "R", "W", "X" },			\
+		.start_mask = { EX_MODEL, EX_MODEL | OBJ_ORDER, EX_MODEL | OBJ_ORDER }, \
+		.setup = setupfn, .body = { reader, writer, writer2 },	\
+		.check = check, .state = state, .teardown = teardown,	\
+	}
+
+const struct ex_scenario scn_rwsem2_steal =
+	RWSEM2_SCENARIO("rwsem2-steal", "steal policy 0", setup_steal, true);
+const struct ex_scenario scn_rwsem2_nosteal =
+	RWSEM2_SCENARIO("rwsem2-nosteal", "steal policy 1", setup_nosteal, false);
+const struct ex_scenario scn_rwsem2_wfirst =
+	RWSEM2_SCENARIO("rwsem2-writer-first", "steal policy 2", setup_wfirst, false);

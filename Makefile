@@ -14,7 +14,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book pdf answers student-dist code labs kernel image qemu reproduce test grade \
+.PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
 	skeletons kernel-selftests kernel-debug debug-check bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
@@ -35,8 +35,8 @@ deps: ## install missing Debian packages (apt-get; root or sudo)
 	@scripts/deps.sh
 
 # ---------------------------------------------------------------- the book
-book: build/book.html build/book.epub build/book.pdf ## build/book.html (single file), build/book.epub and build/book.pdf
-	@echo "book: build/book.html build/book.epub build/book.pdf"
+book: build/book.html build/book.epub build/book.pdf build/site/index.html ## build/book.html (single file), book.epub, book.pdf and the website build/site/
+	@echo "book: build/book.html build/book.epub build/book.pdf build/site/index.html"
 
 build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
@@ -67,6 +67,27 @@ build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) | plots
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
 	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && scripts/book/epub-figures.py $@.tmp && mv $@.tmp $@
+
+# The website: pandoc writes the whole book once more, not self-contained
+# and with a <section> per heading; split.py makes a page per chapter with a
+# sidebar, copies the figures and the results into it; the search index
+# (lunr, Debian's libjs-lunr) is built here and shipped as a script, so the
+# site works from file:// and from any static server.
+LUNR_JS ?= /usr/share/javascript/lunr/lunr.js
+build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(wildcard results/latest/*.svg) | plots
+	@command -v node >/dev/null && [ -f $(LUNR_JS) ] || { echo "make book: the site's search needs node and $(LUNR_JS) (make deps)" >&2; exit 2; }
+	@mkdir -p build/site-src
+	@src=$$(labs/kernel/linux-source.sh) && \
+	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --section-divs --standalone \
+	  --metadata pagetitle=mmlocks -t html5 -o build/site-src/book.html
+	@rm -rf build/site.tmp && python3 scripts/book/site/split.py build/site-src/book.html build/site.tmp && \
+	cp $(LUNR_JS) build/site.tmp/lunr.js && \
+	node scripts/book/site/search-index.js $(LUNR_JS) build/site-src/search-docs.json build/site.tmp/search-index.js && \
+	rm -rf build/site && mv build/site.tmp build/site
+
+serve: build/site/index.html ## serve the website build/site/ on 127.0.0.1 (PORT=8000) until Ctrl-C
+	@echo "serve: open http://127.0.0.1:$(or $(PORT),8000)/  (build/site/; Ctrl-C stops)"
+	@python3 -m http.server --bind 127.0.0.1 --directory build/site $(or $(PORT),8000)
 
 # The PDF: headless Chromium prints the HTML with book.css's print rules
 # (chapters on new pages, page numbers, tables whole) and an outline.

@@ -90,6 +90,7 @@ appendix_mutants() {
 step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
+[ $STUDENT = 1 ] || step "answers" scripts/book/answers.sh --no-pdf
 step "book" make --no-print-directory book
 step "book-shape" scripts/book/check-shape.py --built
 # EPUB 3 validity: Debian's epubcheck (its /usr/bin wrapper needs binfmt
@@ -118,6 +119,13 @@ unchanged() {
 step "epubcheck" unchanged epubcheck build/book.epub -- epub_check
 step "browser" unchanged browser build/book.html build/book.epub build/book.pdf scripts/book/browser-check.py \
   scripts/book/browser-check.js -- timeout -k 10 900 bash -c 'scripts/book/browser-check.py --self-test && scripts/book/browser-check.py'
+# The website (build/site): every page, link and search in Chromium,
+# skipped like the book's check when the site and the check are unchanged.
+site_check() {
+  timeout -k 10 300 scripts/book/browser-check.py --site build/site
+}
+step "browser-site" unchanged browser-site $(find build/site -type f 2>/dev/null | LC_ALL=C sort) \
+  scripts/book/browser-check.py scripts/book/browser-check.js -- site_check
 step "kernel-scripts" labs/kernel/selftests/test-host.sh
 if [ "$GUEST" != 0 ]; then
   step "kernel" labs/kernel/build.sh

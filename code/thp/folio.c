@@ -60,6 +60,7 @@ void deferred_split_init(struct deferred_split *ds)
 	ds->split_queue_len = 0;
 	atomic_init(&ds->early_check, true);
 	ds->split_underused_thp = true;
+	ds->scan_forget_unlocked = false;
 	ds->nr_isolated = 0;
 	ds->check_gen = 0;
 	ds->hook = NULL;

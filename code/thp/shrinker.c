@@ -46,12 +46,21 @@ int split_folio(struct folio *folio)
  * reference is going away is dropped from the queue instead). Without the
  * lock: split the partially mapped ones and the underused ones; forget
  * the others. Under the lock again: put back what was not split.
- * Two differences. The kernel takes the folios it forgets off its
- * private list without the lock, dropping each pin as it goes (and keeps
- * one pinned folio, "prev", between such removals); the model forgets
- * them under the lock, checking partially_mapped there (a partial unmap
- * may have set it meanwhile), and keeps every pin until the list is
- * back, so no folio on the private list can be freed under it.
+ *
+ * Where the model differs. 6.12.117 forgets a folio that is not
+ * partially mapped without the lock: it tests the flag, then
+ * list_del_init()s the folio from its private list, dropping each pin as
+ * it goes (and keeping one pinned folio, "prev", between such removals).
+ * A partial unmap on another CPU between that test and that
+ * list_del_init() sets the flag and does not queue the folio (its
+ * _deferred_list is not empty: it is on the private list); then the scan
+ * unlinks it. The folio is flagged and on no list, so with the early
+ * check on no later partial unmap queues it again: the invariant
+ * "partially_mapped => queued or isolated" breaks. The model forgets
+ * folios under the lock, testing the flag there, and keeps every pin
+ * until the list is back. scan_forget_unlocked = true gives 6.12.117's
+ * order instead, for the test that shows the loss
+ * (tests/test_race.c: race/unlocked_forget_loses_the_folio).
  */
 /* region: deferred-split-scan */
 unsigned long deferred_split_scan(struct deferred_split *ds, unsigned long nr_to_scan)
@@ -83,6 +92,7 @@ unsigned long deferred_split_scan(struct deferred_split *ds, unsigned long nr_to
 	thp_hook(ds, THP_HOOK_SCAN_ISOLATED, NULL);
 
 	list_for_each_entry_safe(folio, next, &list, _deferred_list) {
+		bool did_split = false;
 		bool underused = false;
 
 		if (!folio_test_partially_mapped(folio)) {
@@ -93,17 +103,26 @@ unsigned long deferred_split_scan(struct deferred_split *ds, unsigned long nr_to
 		if (!folio_trylock(folio))
 			goto next;
 		if (!split_folio(folio)) {
+			did_split = true;
 			if (underused)
 				count_thp_event(ds, THP_UNDERUSED_SPLIT_PAGE);
 			split++;
 		}
 		folio_unlock(folio);
 next:
-		;	/* split: split_folio() took it off the list */
+		/* split: split_folio() took it off the list */
+		if (did_split || folio_test_partially_mapped(folio))
+			continue;
+		/* Neither: to be forgotten. 6.12.117 does it here, unlocked. */
+		thp_hook(ds, THP_HOOK_SCAN_FORGET, folio);
+		if (ds->scan_forget_unlocked) {
+			list_del_init(&folio->_deferred_list);
+			removed++;
+		}
 	}
 
 	split_queue_lock(ds, SPLIT_QUEUE_LOCK_SCAN);
-	/* Neither split nor partially mapped: forget it (see above). */
+	/* Neither split nor partially mapped, tested under the lock: forget it. */
 	list_for_each_entry_safe(folio, next, &list, _deferred_list)
 		if (!folio_test_partially_mapped(folio)) {
 			list_del_init(&folio->_deferred_list);

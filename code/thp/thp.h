@@ -75,6 +75,7 @@ enum thp_hook_point {
 	THP_HOOK_EARLY_CHECKED,	/* __folio_remove_rmap() is about to call deferred_split_folio() */
 	THP_HOOK_SCAN_ISOLATED,	/* deferred_split_scan() dropped the lock, folios on its list */
 	THP_HOOK_UNQUEUE_PEEKED,	/* folio_unqueue_deferred_split() is about to take the lock */
+	THP_HOOK_SCAN_FORGET,	/* deferred_split_scan() saw a pinned folio not partially mapped, lock not held */
 	NR_THP_HOOKS
 };
 struct deferred_split;
@@ -89,6 +90,7 @@ struct deferred_split {
 	/* model only */
 	atomic_bool early_check;	/* debugfs deferred_split_early_check: 1 = 6.12 */
 	bool split_underused_thp;	/* queue new PMD-size folios at fault (6.12: true) */
+	bool scan_forget_unlocked;	/* forget folios without the lock, as 6.12.117 does (loses one: chapter 7) */
 	unsigned long nr_isolated;	/* under the lock: on scan-private lists */
 	unsigned long check_gen;	/* under the lock: deferred_split_check() */
 	thp_hook_fn hook;

@@ -180,3 +180,37 @@ void scn_unmap_during_scan(struct scn_result *r)
 	finish(&t, f, r);
 	tt_fini(&t);
 }
+
+void scn_partial_unmap_before_forget(bool unlocked, bool early_check,
+				     struct scn_result *r)
+{
+	struct ttest t;
+	struct folio *f = &t.folio[0];
+	struct tthread th;
+
+	start(&t, r, early_check, true);
+	t.ds.scan_forget_unlocked = unlocked;
+	do_anonymous_large_fault(f);	/* queued as a possibly underused THP */
+	tt_stop_at(&t, THP_HOOK_SCAN_FORGET, 1);
+	tt_spawn(&th, 1, scan_fn, &t.ds);
+	if (!tt_wait_stopped(&t)) {
+		fail(r, "the shrinker never reached the point where it forgets F");
+		tt_release(&t);
+		tt_join(&th);
+	} else {
+		zap_present_ptes(f, 0, 8);	/* CPU 0: the first partial unmap */
+		if (!folio_test_partially_mapped(f))
+			fail(r, "CPU 0's partial unmap did not mark F");
+		go_on(&t, &th, r);
+	}
+	finish(&t, f, r);
+	zap_present_ptes(f, 16, 8);	/* a later partial unmap */
+	r->lock_after = thp_event(&t.ds, DEFERRED_SPLIT_LOCK_TAKEN);
+	r->queued_after = tt_on_queue(&t, f);
+	zap_present_ptes(f, 8, 8);
+	zap_present_ptes(f, 24, HPAGE_PMD_NR - 24);	/* F is freed */
+	if (!atomic_load(&f->freed))
+		fail(r, "F was not freed when its last PTE went");
+	r->lock_free_after = thp_event(&t.ds, SPLIT_QUEUE_LOCK_FREE);
+	tt_fini(&t);
+}

@@ -24,6 +24,8 @@ struct scn_result {
 	bool large, freed;
 	bool check_ok;			/* deferred_split_check() afterwards */
 	char check_why[160];
+	bool queued_after;		/* the folio on split_queue after lock_after's unmap */
+	long lock_free_after;		/* free path's split_queue_lock once the rest is unmapped */
 };
 
 /*
@@ -59,5 +61,18 @@ void scn_free_after_shrinker_dropped(struct scn_result *r);
  * is the last one.
  */
 void scn_unmap_during_scan(struct scn_result *r);
+
+/*
+ * The window of 6.12.117's unlocked forget. F was queued at fault (not
+ * partially mapped, not underused). The shrinker pins F, finds it not
+ * partially mapped and is stopped before it forgets F; CPU 0 partially
+ * unmaps F (flag clear: it locks, sets the flag, does not queue F, which
+ * is on the private list); the shrinker goes on. unlocked: forget as
+ * 6.12.117 does (the decision already made); otherwise as the model does
+ * (the flag tested again under the lock). Then one more partial unmap
+ * (lock_after, queued_after), then the rest of F (lock_free_after).
+ */
+void scn_partial_unmap_before_forget(bool unlocked, bool early_check,
+				     struct scn_result *r);
 
 #endif

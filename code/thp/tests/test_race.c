@@ -1,5 +1,6 @@
-/* test_race.c - the benign races of the unlocked checks, each forced with hooks. */
+/* test_race.c - the races of the unlocked checks, each forced with hooks: the benign ones, and the folio 6.12.117's shrinker loses. */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "scenarios.h"
 #include "ttest.h"
@@ -94,4 +95,60 @@ Test(race, unmapped_while_the_shrinker_holds_it)
 	cr_assert(r.freed, "the shrinker's reference was the last one");
 	cr_assert_eq(r.queued, 0);
 	cr_assert_eq(r.len, 0);
+}
+
+/*
+ * 6.12.117's deferred_split_scan() forgets a folio that is not partially
+ * mapped without the lock. A partial unmap between its flag test and its
+ * list_del_init() marks the folio and leaves it where it is (on the
+ * private list); the scan then unlinks it. Flagged, on no list: lost.
+ */
+/* region: unlocked-forget-test */
+Test(race, unlocked_forget_loses_the_folio)
+{
+	struct scn_result r;
+
+	scn_partial_unmap_before_forget(true, true, &r);
+	cr_assert(r.ok, "%s", r.why);
+	cr_assert(r.partially_mapped, "the partial unmap set the flag");
+	cr_assert_eq(r.deferred_split_page, 1, "and counted it");
+	cr_assert_eq(r.lock_partial, 1, "it took the lock once");
+	cr_assert_eq(r.queued, 0, "but the scan unlinked the folio after that");
+	cr_assert_eq(r.len, 0);
+	cr_assert(!r.check_ok, "the checker must call the folio lost");
+	cr_assert(strstr(r.check_why, "lost"), "invariant: %s", r.check_why);
+	cr_assert_eq(r.lock_after, 1, "the early check skips every later partial unmap");
+	cr_assert(!r.queued_after, "so nothing queues it again");
+	cr_assert_eq(r.lock_free_after, 0,
+		     "the free path sees an empty list and takes no lock (in 6.12.117: "
+		     "nr_anon_partially_mapped is never decremented)");
+}
+/* endregion: unlocked-forget-test */
+
+/* The same order with the switch off: the next partial unmap requeues it. */
+Test(race, unlocked_forget_switch_off_requeues)
+{
+	struct scn_result r;
+
+	scn_partial_unmap_before_forget(true, false, &r);
+	cr_assert(r.ok, "%s", r.why);
+	cr_assert_eq(r.queued, 0, "lost at first, as with the check on");
+	cr_assert_eq(r.lock_after, 2, "the next partial unmap locks ...");
+	cr_assert(r.queued_after, "... finds the list empty, and queues the folio");
+	cr_assert_eq(r.lock_free_after, 1, "so the free path unqueues it");
+}
+
+/* The same order against the model's shrinker, which forgets under the lock. */
+Test(race, locked_forget_keeps_the_folio)
+{
+	struct scn_result r;
+
+	scn_partial_unmap_before_forget(false, true, &r);
+	OK(r);
+	cr_assert(r.partially_mapped);
+	cr_assert_eq(r.queued, 1, "the locked test saw the flag and put the folio back");
+	cr_assert_eq(r.len, 1);
+	cr_assert_eq(r.lock_after, 1, "a later partial unmap needs no lock: it is queued");
+	cr_assert(r.queued_after);
+	cr_assert_eq(r.lock_free_after, 1, "the free path unqueues it");
 }

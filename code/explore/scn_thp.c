@@ -14,16 +14,15 @@
  * shrinker will ever split; or deferred_split_check() finds the queue's
  * invariants broken.
  *
- * Broken variant: deferred_split_scan() as 6.12.117 writes it (mm/
- * huge_memory.c): a folio the scan does not split and finds not partially
- * mapped is dropped from the scan's private list with an unlocked
- * list_del_init(). If U's deferred_split_folio() sets partially_mapped
- * between that test and the drop, it finds the folio on a list (the
- * private one) and does not queue it. Correct variant: code/thp's own
- * deferred_split_scan(), which drops under split_queue_lock after a
- * re-test. The copy below keeps the model's pinning (every pin held to
- * the end) and has one yield point of its own, in that window: a CPU can
- * be interrupted there, or U's CPU can simply be faster.
+ * Broken variant: code/thp's deferred_split_scan() with
+ * scan_forget_unlocked set, 6.12.117's order (mm/huge_memory.c): a folio
+ * the scan does not split and finds not partially mapped is dropped from
+ * the scan's private list with an unlocked list_del_init(). If U's
+ * deferred_split_folio() sets partially_mapped between that test and the
+ * drop (THP_HOOK_SCAN_FORGET marks the window), it finds the folio on a
+ * list (the private one) and does not queue it. Correct variant: the
+ * model's default, which forgets folios under split_queue_lock after
+ * testing the flag there.
  *
  * No yield point lies inside split_queue_lock, so no thread ever finds
  * the spinlock held and spins.
@@ -36,83 +35,25 @@ struct thp_ctx {
 	bool locked_drop;
 };
 
+static const char *hook_name(enum thp_hook_point p)
+{
+	switch (p) {
+	case THP_HOOK_EARLY_CHECKED:	return "rmap: EARLY_CHECKED";
+	case THP_HOOK_SCAN_ISOLATED:	return "scan: SCAN_ISOLATED";
+	case THP_HOOK_UNQUEUE_PEEKED:	return "unqueue: UNQUEUE_PEEKED";
+	case THP_HOOK_SCAN_FORGET:	return "scan: SCAN_FORGET";
+	default:			return "?";
+	}
+}
+
 static void thp_ex_hook(struct deferred_split *ds, enum thp_hook_point p,
 			struct folio *folio, void *arg)
 {
-	static const char *const name[] = {
-		[THP_HOOK_EARLY_CHECKED] = "rmap: EARLY_CHECKED",
-		[THP_HOOK_SCAN_ISOLATED] = "scan: SCAN_ISOLATED",
-		[THP_HOOK_UNQUEUE_PEEKED] = "unqueue: UNQUEUE_PEEKED",
-	};
-
 	(void)ds;
 	(void)folio;
 	(void)arg;
-	ex_yield(p < NR_THP_HOOKS ? name[p] : "?", EX_MODEL);
+	ex_yield(hook_name(p), EX_MODEL);
 }
-
-/* region: explore-scan-unlocked-drop */
-static unsigned long scan_unlocked_drop(struct deferred_split *ds)
-{
-	struct folio *folio, *next, *pinned[DEFERRED_SPLIT_BATCH];
-	unsigned long split = 0, removed = 0;
-	int npinned = 0;
-	LIST_HEAD(list);
-
-	split_queue_lock(ds, SPLIT_QUEUE_LOCK_SCAN);
-	list_for_each_entry_safe(folio, next, &ds->split_queue, _deferred_list) {
-		if (folio_try_get(folio)) {
-			list_move(&folio->_deferred_list, &list);
-			folio->isolated = true;
-			ds->nr_isolated++;
-			pinned[npinned++] = folio;
-		} else {
-			folio_clear_partially_mapped(folio);
-			list_del_init(&folio->_deferred_list);
-			ds->split_queue_len--;
-		}
-		if (npinned == DEFERRED_SPLIT_BATCH)
-			break;
-	}
-	split_queue_unlock(ds);
-	thp_hook(ds, THP_HOOK_SCAN_ISOLATED, NULL);
-
-	list_for_each_entry_safe(folio, next, &list, _deferred_list) {
-		bool did_split = false;
-
-		if (!folio_test_partially_mapped(folio) && !folio->underused)
-			goto next;
-		if (!folio_trylock(folio))
-			goto next;
-		if (!split_folio(folio)) {
-			did_split = true;
-			split++;
-		}
-		folio_unlock(folio);
-next:
-		if (did_split) {
-			;	/* split_folio() took it off the list */
-		} else if (!folio_test_partially_mapped(folio)) {
-			ex_yield("scan: not partially mapped", EX_MODEL);
-			list_del_init(&folio->_deferred_list);	/* no lock held */
-			removed++;
-		}
-	}
-
-	split_queue_lock(ds, SPLIT_QUEUE_LOCK_SCAN);
-	list_splice_tail_init(&list, &ds->split_queue);
-	ds->split_queue_len -= removed;
-	for (int i = 0; i < npinned; i++)
-		if (pinned[i]->isolated) {
-			pinned[i]->isolated = false;
-			ds->nr_isolated--;
-		}
-	split_queue_unlock(ds);
-	for (int i = 0; i < npinned; i++)
-		folio_put(pinned[i]);
-	return split;
-}
-/* endregion: explore-scan-unlocked-drop */
 
 static void *setup(bool locked_drop)
 {
@@ -127,6 +68,7 @@ static void *setup(bool locked_drop)
 		abort();
 	c->folio.underused = false;
 	do_anonymous_large_fault(&c->folio);	/* queued, not partially mapped */
+	c->ds.scan_forget_unlocked = !locked_drop;	/* 6.12.117's order */
 	c->ds.hook = thp_ex_hook;
 	c->ds.hook_arg = c;
 	c->locked_drop = locked_drop;
@@ -141,10 +83,7 @@ static void shrinker(void *p)
 {
 	struct thp_ctx *c = p;
 
-	if (c->locked_drop)
-		deferred_split_scan(&c->ds, 0);
-	else
-		scan_unlocked_drop(&c->ds);
+	deferred_split_scan(&c->ds, 0);
 }
 
 static void unmapper(void *p)

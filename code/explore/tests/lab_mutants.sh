@@ -22,7 +22,7 @@ declare -A FILES=(
 	[07]="rmap.c=THP_RMAP deferred_split.c=THP_DEFERRED"
 )
 declare -A SCN=(
-	[01]="rwsem-steal rwsem-nosteal rwsem-writer-first rwsem-nosteal-call rwsem-guard-prefer rwsem-guard"
+	[01]="rwsem-steal rwsem-nosteal rwsem-writer-first rwsem-nosteal-call rwsem-guard-prefer rwsem-guard rwsem2-steal rwsem2-nosteal rwsem2-writer-first"
 	[04]="vma-norecheck vma-recheck vma-start-norecheck vma-start-recheck vma-shrink-norecheck vma-shrink-recheck"
 	[06]="uprobe-noretry uprobe-retry"
 	[07]="thp-unlocked-drop thp-locked-drop"

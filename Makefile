@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests kernel-debug debug-check bench plots clean distclean reference
+	skeletons kernel-selftests kernel-debug debug-check bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -132,6 +132,18 @@ ifeq ($(LAB),)
 else
 	@$(MAKE) --no-print-directory -C $(LAB_DIR) bench $(if $(SRC),SRC=$(abspath $(SRC))) $(if $(ARGS),ARGS='$(subst ','\'',$(ARGS))')
 endif
+
+# The schedule explorer (code/explore): every scenario, its verdict
+# against the expected one (a non-zero exit if any differs), and each
+# failing schedule drawn for the book as build/explore/SCENARIO.svg.
+explore: ## search every scenario's schedules (FOUND/NONE as expected?); figures in build/explore/
+	@$(MAKE) --no-print-directory -C code/explore command
+	@build/code/explore/explore --total
+	@mkdir -p build/explore && for s in $$(build/code/explore/explore --list | awk '/expects FOUND/ {print $$1}'); do \
+	  build/code/explore/explore --quiet --dot build/explore/$$s.dot $$s >/dev/null || exit 1; \
+	  dot -Tsvg build/explore/$$s.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >build/explore/$$s.svg.tmp && \
+	  mv build/explore/$$s.svg.tmp build/explore/$$s.svg || exit 1; \
+	done; echo "explore: figures in build/explore/"
 
 grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
 	$(check-lab)

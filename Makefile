@@ -56,13 +56,23 @@ plots: ## the models' plots (gnuplot SVGs in build/plots/)
 BOOK_INPUTS := $(wildcard $(shell git ls-files book.md chapters diagrams scripts/book code labs reference 2>/dev/null || \
 	find book.md chapters diagrams scripts/book code labs reference -type f)) \
 	$(wildcard results/latest results/latest/*.md build/plots/*.svg)
-build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) | plots
+# The chapters' races, drawn from the schedule explorer's own output: the
+# first failing schedule of each chapter's broken variant (make explore).
+EXPLORE_FIGS := $(patsubst %,build/explore/%.svg,rwsem-steal vma-norecheck uprobe-noretry thp-unlocked-drop)
+EXPLORE_SRCS := $(wildcard code/explore/*.c code/explore/*.h code/rwsem/*.[ch] code/vma/*.[ch] code/thp/*.[ch])
+build/explore/%.svg: $(EXPLORE_SRCS)
+	@$(MAKE) --no-print-directory -s -C code/explore command
+	@mkdir -p $(@D)
+	@build/code/explore/explore --quiet --dot build/explore/$*.dot $* >/dev/null
+	@dot -Tsvg build/explore/$*.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@
+
+build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
 	  --css scripts/book/book.css --metadata pagetitle=mmlocks -t html5 -o $@.tmp && mv $@.tmp $@
 
-build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) | plots
+build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
@@ -74,7 +84,7 @@ build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) | plots
 # (lunr, Debian's libjs-lunr) is built here and shipped as a script, so the
 # site works from file:// and from any static server.
 LUNR_JS ?= /usr/share/javascript/lunr/lunr.js
-build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(wildcard results/latest/*.svg) | plots
+build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(wildcard results/latest/*.svg) | plots
 	@command -v node >/dev/null && [ -f $(LUNR_JS) ] || { echo "make book: the site's search needs node and $(LUNR_JS) (make deps)" >&2; exit 2; }
 	@mkdir -p build/site-src
 	@src=$$(labs/kernel/linux-source.sh) && \

@@ -260,7 +260,7 @@ int main(int argc, char **argv)
 				continue;
 			for (int k = 0; k < (opt.no_switch ? 1 : 2); k++) {
 				int pos = opt.no_switch ? -1 : fs_position(rep, p, k);
-				struct fs_sample *s = opt.no_switch ? &one[rep][p] : &cells[rep][p][pos];
+				struct fs_sample *s = pos < 0 ? &one[rep][p] : &cells[rep][p][pos & 1];
 
 				if (pos < 0)
 					mg_log("rep %d, %s", rep + 1, fs_pattern_names[p]);

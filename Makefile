@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests kernel-debug debug-check bench plots explore clean distclean reference
+	skeletons kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -201,6 +201,10 @@ kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-
 
 debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
 	@labs/kernel/debug-check.sh --no-build
+
+# Not part of `make` or `make test` either: a second kernel build and 6+ boots.
+compare-stock: deps ## stock vs patched 6.12, booted alternately: fault_scale patched/stock per pattern, +-5 % (results/compare-stock-<UTC time>/)
+	@labs/kernel/compare-stock.sh
 
 # ------------------------------------------------------------------ tests
 test: deps ## everything CI checks (GUEST=0 skips the QEMU part)

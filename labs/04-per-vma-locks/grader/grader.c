@@ -1,8 +1,10 @@
 /* grader.c - lab 04 grader: forced orders that tell a right vma_start_read(), lock_vma_under_rcu() and per-VMA walk from wrong ones. */
+#define _GNU_SOURCE	/* dladdr(), for the ordering audit */
 #include <criterion/criterion.h>
 
 #include "walk_scenarios.h"
 #include "stress.h"
+#include "../../tools/order_audit.h"
 
 /*
  * The scenarios (code/vma/tests/scenarios.c and walk_scenarios.c) stop
@@ -60,6 +62,25 @@ Test(lab04, todo1_rechecks_after_the_trylock)
 	cr_assert(!r.locked,
 		  "a writer write-locked A between the first check and the trylock: must fail");
 	cr_assert(!r.held, "the re-check failed but A is still read-locked");
+}
+
+/*
+ * The ordering audit (labs/tools/order_audit.h): on x86 an ACQUIRE load is
+ * a plain load, so no run above fails without it; this test reads what
+ * your re-check says instead.
+ */
+Test(lab04, todo1_recheck_loads_mm_lock_seq_with_acquire)
+{
+	struct audit a;
+
+	cr_assert(audit_locate((void *)vma_start_read, &a), "%s", a.why);
+	cr_assert(audit_region(&a, 1, 1), "%s", a.why);
+	cr_assert(audit_acquire_load(a.code, "mm_lock_seq"),
+		  "the re-check after the trylock (the second TODO 1 region of %s) must load "
+		  "mm_lock_seq with ACQUIRE (raw_read_seqcount() or smp_load_acquire()): it pairs "
+		  "with the RELEASE in vma_end_write_all(), so a reader that sees the writer's "
+		  "unlock also sees what the writer stored before it. On x86 a plain load runs the "
+		  "same, so only this audit can tell", a.path);
 }
 
 /* ----------------------------------------- TODO 2: lock_vma_under_rcu */

@@ -1,7 +1,9 @@
 /* grader.c - lab 06 grader: forced orders that tell a right speculative uprobe lookup from wrong ones. */
+#define _GNU_SOURCE	/* dladdr(), for the ordering audit */
 #include <criterion/criterion.h>
 
 #include "speculate.h"
+#include "../../tools/order_audit.h"
 
 /*
  * The scenarios (code/vma/tests/speculate.c) build one small mm (its
@@ -79,6 +81,49 @@ Test(lab06, todo1_retry_sees_a_writer_still_holding_the_lock)
 	OK(h);
 	cr_assert(h.begin_unlocked, "try_begin failed on an unlocked mm: nothing to retry");
 	cr_assert(h.retry_while_locked, "a writer took mmap_lock after try_begin: retry must be true");
+}
+
+/*
+ * The ordering audit (labs/tools/order_audit.h): on x86 an ACQUIRE load
+ * and smp_rmb() are plain loads, so no run above fails without them; these
+ * two tests read what your TODO 1 regions say instead.
+ */
+static void audit_of(struct audit *a, void *fn, int index)
+{
+	cr_assert(audit_locate(fn, a), "%s", a->why);
+	cr_assert(audit_region(a, 1, index), "%s", a->why);
+}
+
+Test(lab06, todo1_try_begin_loads_the_count_once_with_acquire)
+{
+	struct audit a;
+
+	audit_of(&a, (void *)mmap_lock_speculate_try_begin, 0);
+	cr_assert(audit_acquire_load(a.code, "mm_lock_seq"),
+		  "try_begin (the first TODO 1 region of %s) must load mm_lock_seq with ACQUIRE "
+		  "(raw_read_seqcount() or smp_load_acquire()): it pairs with the RELEASE in "
+		  "mmap_write_unlock(), so the speculation's loads see what the last writer stored. "
+		  "On x86 a plain load runs the same, so only this audit can tell", a.path);
+	cr_assert_eq(audit_count(a.code, "mm_lock_seq"), 1,
+		     "try_begin names mm_lock_seq %d times: load it once, and test and return that "
+		     "one value (a second load may see another writer's count)",
+		     audit_count(a.code, "mm_lock_seq"));
+}
+
+Test(lab06, todo1_retry_reads_the_count_after_a_read_barrier)
+{
+	struct audit a;
+	const char *bar, *load;
+
+	audit_of(&a, (void *)mmap_lock_speculate_retry, 1);
+	bar = audit_read_barrier(a.code);
+	load = audit_find(a.code, a.code, "mm_lock_seq");
+	cr_assert(load, "retry (the second TODO 1 region of %s) never reads mm_lock_seq", a.path);
+	cr_assert(bar && bar < load,
+		  "retry must put smp_rmb() before its load of mm_lock_seq: the barrier keeps the "
+		  "speculation's loads (above it) before the load of the count. An ACQUIRE on the "
+		  "count orders only the loads after it, the wrong side. On x86 the test runs above "
+		  "pass without it; this audit reads %s", a.path);
 }
 
 /* ------------------------------------- TODO 2: the speculative lookup */

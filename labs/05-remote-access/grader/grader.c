@@ -68,6 +68,30 @@ Test(lab05, todo1_crossing_two_vmas_falls_back_and_releases_the_vma)
 	cr_assert_eq(EV(r, VMA_LOCKED), 0);
 }
 
+/* One byte past A's vm_end is in B: the range does not fit in A. */
+Test(lab05, todo1_read_one_byte_into_the_next_vma_falls_back)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_B - 10, 11, &r);
+	cr_assert_eq(r.ret, 11, "read %d bytes of A and B, want 11", r.ret);
+	cr_assert_eq(EV(r, FALLBACK_SPAN), 1, "[A's vm_end - 10, A's vm_end + 1) ends one byte "
+		     "inside B: fallback_span = %ld, want 1", EV(r, FALLBACK_SPAN));
+	cr_assert_eq(EV(r, VMA_LOCKED), 0, "A's lock cannot serve a byte of B");
+}
+
+/* An empty range lies inside A: nothing needs mmap_lock. */
+Test(lab05, todo1_empty_read_needs_no_mmap_lock)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_A + 100, 0, &r);
+	cr_assert_eq(r.ret, 0, "read %d bytes, want 0", r.ret);
+	cr_assert_eq(EV(r, FALLBACK), 0, "a read of 0 bytes inside A fell back to mmap_lock "
+		     "(fallback_span = %ld): [addr, addr + 0) lies inside A", EV(r, FALLBACK_SPAN));
+	cr_assert_eq(EV(r, MMAP_LOCKED), 0);
+}
+
 Test(lab05, todo1_vm_io_memory_falls_back_to_access_under_mmap_lock)
 {
 	struct remote_result r;

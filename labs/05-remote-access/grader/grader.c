@@ -92,6 +92,31 @@ Test(lab05, todo1_empty_read_needs_no_mmap_lock)
 	cr_assert_eq(EV(r, MMAP_LOCKED), 0);
 }
 
+/*
+ * addr + len must not wrap. In the model's address space (TASK_SIZE is
+ * small) only a negative len, read as unsigned, wraps it: the range is then
+ * not inside A, whatever addr + len compares to.
+ */
+Test(lab05, todo1_wrapping_range_falls_back)
+{
+	static const int lens[] = { -1, -2, -4096 };
+	char buf[16];
+
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct vtest t;
+		long span;
+
+		vt_init(&t);
+		vt_map(&t, RM_A, 4, RW, true);
+		access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, lens[i]);
+		span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+		vt_fini(&t);
+		cr_assert_eq(span, 1, "len %d: addr + len wraps below addr, so [addr, addr + len) "
+			     "is not inside A: fallback_span = %ld, want 1 (test addr + len < addr)",
+			     lens[i], span);
+	}
+}
+
 Test(lab05, todo1_vm_io_memory_falls_back_to_access_under_mmap_lock)
 {
 	struct remote_result r;

@@ -1,5 +1,6 @@
 /* grader.c - lab 05 grader: forced orders that tell a right per-VMA access_remote_vm() from wrong ones. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "remote.h"
@@ -255,4 +256,53 @@ Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
 	alarm(5);
 	stress_run(&cfg, &r);
 	cr_assert(r.ok, "%s", r.why);
+}
+
+/*
+ * While the reader is unlocked (between A's lock and mmap_lock), A is
+ * replaced by VM_IO memory with an ->access() method: GUP refuses it, and
+ * the rest of the transfer goes through ->access() under mmap_lock.
+ */
+static int io_calls;
+
+static int io_access(struct vm_area_struct *vma, unsigned long addr, void *buf, int len,
+		     int write)
+{
+	(void)vma;
+	(void)addr;
+	(void)write;
+	memset(buf, 0x5a, len);
+	io_calls++;
+	return len;
+}
+
+static const struct vm_operations_struct io_ops = { .access = io_access };
+
+static void replace_a_with_io(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	if (do_mmap_io(&t->mm, RM_A, PG(4), &io_ops))
+		abort();
+}
+
+Test(lab05, todo3_vma_replaced_by_access_memory_reads_through_access)
+{
+	static unsigned char buf[PG(4)];
+	struct vtest t;
+	int ret;
+
+	vt_init(&t);
+	vt_map(&t, RM_A, 4, RW, false);
+	for (int i = 0; i < 4; i++)	/* A's page 2 is missing: the reader falls back there */
+		if (i != 2)
+			cr_assert_eq(do_user_addr_fault(&t.mm, RM_A + PG(i), true), 0);
+	vt_act_at(&t, VMA_HOOK_REMOTE_UNLOCKED, replace_a_with_io, 1);
+	ret = access_remote_vm_vma(&t.mm, RM_A, buf, PG(4));
+	cr_assert(!t.action_left[VMA_HOOK_REMOTE_UNLOCKED],
+		  "the reader never dropped A's lock at the missing page");
+	vt_fini(&t);
+	cr_assert_eq(ret, PG(4), "read %d bytes, want %lu: after the fallback the range is "
+		     "VM_IO memory, which GUP refuses; vma_lookup() finds it and ->access() reads it",
+		     ret, PG(4));
+	cr_assert(io_calls > 0 && buf[PG(2)] == 0x5a, "page 2 onwards must come from ->access()");
 }

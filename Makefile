@@ -14,8 +14,8 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--toc --toc-depth=2 --number-sections --highlight-style=tango \
 	--resource-path=.
 
-.PHONY: all help deps book pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons mutate kernel-selftests kernel-debug debug-check bench plots clean distclean reference
+.PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
+	skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -35,8 +35,8 @@ deps: ## install missing Debian packages (apt-get; root or sudo)
 	@scripts/deps.sh
 
 # ---------------------------------------------------------------- the book
-book: build/book.html build/book.epub build/book.pdf ## build/book.html (single file), build/book.epub and build/book.pdf
-	@echo "book: build/book.html build/book.epub build/book.pdf"
+book: build/book.html build/book.epub build/book.pdf build/site/index.html ## build/book.html (single file), book.epub, book.pdf and the website build/site/
+	@echo "book: build/book.html build/book.epub build/book.pdf build/site/index.html"
 
 build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
@@ -56,17 +56,48 @@ plots: ## the models' plots (gnuplot SVGs in build/plots/)
 BOOK_INPUTS := $(wildcard $(shell git ls-files book.md chapters diagrams scripts/book code labs reference 2>/dev/null || \
 	find book.md chapters diagrams scripts/book code labs reference -type f)) \
 	$(wildcard results/latest results/latest/*.md build/plots/*.svg)
-build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) | plots
+# The chapters' races, drawn from the schedule explorer's own output: the
+# first failing schedule of each chapter's broken variant (make explore).
+EXPLORE_FIGS := $(patsubst %,build/explore/%.svg,rwsem-steal vma-norecheck uprobe-noretry thp-unlocked-drop)
+EXPLORE_SRCS := $(wildcard code/explore/*.c code/explore/*.h code/rwsem/*.[ch] code/vma/*.[ch] code/thp/*.[ch])
+build/explore/%.svg: $(EXPLORE_SRCS)
+	@$(MAKE) --no-print-directory -s -C code/explore command
+	@mkdir -p $(@D)
+	@build/code/explore/explore --quiet --dot build/explore/$*.dot $* >/dev/null
+	@dot -Tsvg build/explore/$*.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@
+
+build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
 	  --css scripts/book/book.css --metadata pagetitle=mmlocks -t html5 -o $@.tmp && mv $@.tmp $@
 
-build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) | plots
+build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
 	  -t epub3 -o $@.tmp && scripts/book/epub-titles.py $@.tmp && scripts/book/epub-figures.py $@.tmp && mv $@.tmp $@
+
+# The website: pandoc writes the whole book once more, not self-contained
+# and with a <section> per heading; split.py makes a page per chapter with a
+# sidebar, copies the figures and the results into it; the search index
+# (lunr, Debian's libjs-lunr) is built here and shipped as a script, so the
+# site works from file:// and from any static server.
+LUNR_JS ?= /usr/share/javascript/lunr/lunr.js
+build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(wildcard results/latest/*.svg) | plots
+	@command -v node >/dev/null && [ -f $(LUNR_JS) ] || { echo "make book: the site's search needs node and $(LUNR_JS) (make deps)" >&2; exit 2; }
+	@mkdir -p build/site-src
+	@src=$$(labs/kernel/linux-source.sh) && \
+	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --section-divs --standalone \
+	  --metadata pagetitle=mmlocks -t html5 -o build/site-src/book.html
+	@rm -rf build/site.tmp && python3 scripts/book/site/split.py build/site-src/book.html build/site.tmp && \
+	cp $(LUNR_JS) build/site.tmp/lunr.js && \
+	node scripts/book/site/search-index.js $(LUNR_JS) build/site-src/search-docs.json build/site.tmp/search-index.js && \
+	rm -rf build/site && mv build/site.tmp build/site
+
+serve: build/site/index.html ## serve the website build/site/ on 127.0.0.1 (PORT=8000) until Ctrl-C
+	@echo "serve: open http://127.0.0.1:$(or $(PORT),8000)/  (build/site/; Ctrl-C stops)"
+	@python3 -m http.server --bind 127.0.0.1 --directory build/site $(or $(PORT),8000)
 
 # The PDF: headless Chromium prints the HTML with book.css's print rules
 # (chapters on new pages, page numbers, tables whole) and an outline.
@@ -85,6 +116,11 @@ build/book.pdf: build/book.html scripts/book/print.css
 
 answers: ## the instructors' answer key: build/answers.html and build/answers.pdf (not in the book, not in student-dist)
 	@scripts/book/answers.sh
+
+# The answer key's HTML alone (make test builds it; unchanged inputs, no rebuild).
+build/answers.html: $(wildcard answers/*.md answers/labs/*.md) $(wildcard scripts/book/*.lua) scripts/book/answers.sh \
+		$(wildcard $(shell git ls-files reference 2>/dev/null))
+	@scripts/book/answers.sh --no-pdf
 
 # ---------------------------------------------------------- models and labs
 # LAB=01 or LAB=01-rwsem-steal: that lab's directory (empty if LAB is unset).
@@ -106,6 +142,18 @@ ifeq ($(LAB),)
 else
 	@$(MAKE) --no-print-directory -C $(LAB_DIR) bench $(if $(SRC),SRC=$(abspath $(SRC))) $(if $(ARGS),ARGS='$(subst ','\'',$(ARGS))')
 endif
+
+# The schedule explorer (code/explore): every scenario, its verdict
+# against the expected one (a non-zero exit if any differs), and each
+# failing schedule drawn for the book as build/explore/SCENARIO.svg.
+explore: ## search every scenario's schedules (FOUND/NONE as expected?); figures in build/explore/
+	@$(MAKE) --no-print-directory -C code/explore command
+	@build/code/explore/explore --total
+	@mkdir -p build/explore && for s in $$(build/code/explore/explore --list | awk '/expects FOUND/ {print $$1}'); do \
+	  build/code/explore/explore --quiet --dot build/explore/$$s.dot $$s >/dev/null || exit 1; \
+	  dot -Tsvg build/explore/$$s.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >build/explore/$$s.svg.tmp && \
+	  mv build/explore/$$s.svg.tmp build/explore/$$s.svg || exit 1; \
+	done; echo "explore: figures in build/explore/"
 
 grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
 	$(check-lab)
@@ -161,6 +209,10 @@ kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-
 
 debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
 	@labs/kernel/debug-check.sh --no-build
+
+# Not part of `make` or `make test` either: a second kernel build and 6+ boots.
+compare-stock: deps ## stock vs patched 6.12, booted alternately: fault_scale patched/stock per pattern, +-5 % (results/compare-stock-<UTC time>/)
+	@labs/kernel/compare-stock.sh
 
 # ------------------------------------------------------------------ tests
 test: deps ## everything CI checks (GUEST=0 skips the QEMU part)

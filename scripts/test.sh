@@ -40,8 +40,9 @@ step() { # step NAME COMMAND...
 STUDENT=0
 [ -f labs/tools/exercises.txt ] && STUDENT=1
 waiting=()
-labs_of() { # labs_of DIR: the labs whose exercise files live in DIR
-  awk -v d="${1%/}/" '$1 !~ /^#/ && index($2, d) == 1 { print $1 }' labs/tools/exercises.txt | sort -u | tr '\n' ' '
+labs_of() { # labs_of DIR: the labs whose exercise files live in DIR (the explorer builds them all)
+  local d="${1%/}/"; [ "$d" = code/explore/ ] && d=
+  awk -v d="$d" '$1 !~ /^#/ && index($2, d) == 1 { print $1 }' labs/tools/exercises.txt | sort -u | tr '\n' ' '
 }
 test_or_wait() { # test_or_wait NAME DIR COMMAND...: step, or "waiting" in the students' copy
   local name=$1 dir=$2 labs; shift 2
@@ -70,6 +71,7 @@ done
 if [ $STUDENT = 0 ]; then
 step "gradescope" labs/tools/check-gradescope 03
 step "student-dist" labs/tools/check-student-dist
+step "explain" labs/tools/check-explain
 fi
 step "cli" scripts/check-cli.sh
 [ $STUDENT = 1 ] || step "solution-leaks" bash -c 'scripts/check-leaks.py --self-test && scripts/check-leaks.py'
@@ -90,7 +92,7 @@ appendix_mutants() {
 step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
-[ $STUDENT = 1 ] || step "answers" scripts/book/answers.sh --no-pdf
+[ $STUDENT = 1 ] || step "answers" make --no-print-directory build/answers.html
 step "book" make --no-print-directory book
 step "book-shape" scripts/book/check-shape.py --built
 # EPUB 3 validity: Debian's epubcheck (its /usr/bin wrapper needs binfmt
@@ -119,6 +121,13 @@ unchanged() {
 step "epubcheck" unchanged epubcheck build/book.epub -- epub_check
 step "browser" unchanged browser build/book.html build/book.epub build/book.pdf scripts/book/browser-check.py \
   scripts/book/browser-check.js -- timeout -k 10 900 bash -c 'scripts/book/browser-check.py --self-test && scripts/book/browser-check.py'
+# The website (build/site): every page, link and search in Chromium,
+# skipped like the book's check when the site and the check are unchanged.
+site_check() {
+  timeout -k 10 300 scripts/book/browser-check.py --site build/site
+}
+step "browser-site" unchanged browser-site $(find build/site -type f 2>/dev/null | LC_ALL=C sort) \
+  scripts/book/browser-check.py scripts/book/browser-check.js -- site_check
 step "kernel-scripts" labs/kernel/selftests/test-host.sh
 if [ "$GUEST" != 0 ]; then
   step "kernel" labs/kernel/build.sh

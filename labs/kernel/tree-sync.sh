@@ -8,6 +8,14 @@
 # ($SERIES_HASH) and the files the applied series touches; an empty series
 # (build.sh --no-patches) puts every file the last series touched back to
 # pristine. Uses $CACHE, $VKEY, $KVER, $PKGVER and build.sh's say/die.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	# Run, not sourced: it is a library.
+	case "${1:-}" in
+	--help|-h) echo "usage: . labs/kernel/tree-sync.sh; tree_sync   (a library for build.sh; see its header)"; exit 0 ;;
+	*) echo "tree-sync.sh: a library for labs/kernel/build.sh, not a program (try --help)" >&2; exit 2 ;;
+	esac
+fi
+
 tree_sync() {
 STATE=$CACHE/tree/.$VKEY.state   # files the applied series touches + series hash
 if [ ! -f "$TREE/.mmlocks-tree" ]; then

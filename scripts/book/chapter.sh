@@ -18,6 +18,9 @@ for d in $(grep -ho 'diagrams/[A-Za-z0-9_-]*\.dot' "$@" | sort -u); do
   make --no-print-directory -s "build/diagrams/$(basename "$d" .dot).svg"
 done
 if grep -q 'build/plots/' "$@"; then make --no-print-directory -s plots >/dev/null; fi
+for f in $(grep -ho 'build/explore/[A-Za-z0-9_-]*\.svg' "$@" | sort -u); do
+  make --no-print-directory -s "$f"
+done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 list=$(printf -- '- `%s`\n' "$@")
 printf -- '---\ntitle: "mmlocks (one chapter)"\n---\n::: {.chapters}\n%s\n:::\n' "$list" > "$tmp/book.md"

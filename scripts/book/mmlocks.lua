@@ -10,8 +10,9 @@
 --  3. Images of diagrams/X.dot become build/diagrams/X.svg (rendered by make);
 --     other local images must exist.
 --  4. ::: {.results experiment="NAME"} is replaced by results/latest/NAME.md
---     when that file exists (the reader's own measurement); with
---     reference="RUN" the committed reference run is shown beside it.
+--     when that file exists (the reader's own measurement); reference="RUN"
+--     (checked here) is the run the site's "Measured on this machine" page
+--     shows beside it.
 --  5. Measured numbers by reference (refs.lua): []{.ref ...} spans,
 --     ::: {.refs} defaults, ::: {.reftable} tables, and an appendix
 --     "Reference runs" listing every run the document quotes.
@@ -309,9 +310,13 @@ local function Div(div)
     else
       own = pandoc.Div(div.content, pandoc.Attr("", { "results", "not-measured" }))
     end
+    -- reference="RUN" names the run the chapter quotes: the site's
+    -- "Measured on this machine" page sets the reader's numbers beside it.
+    -- In the book the chapter's own table quotes that run, so its full
+    -- tables (up to ten columns) are not repeated here.
     local out = { own }
     for run in (div.attributes.reference or ""):gmatch("%S+") do
-      out[#out + 1] = refs.reference_box(exp, run, div.attributes.src)
+      refs.check_run(exp, run, div.attributes.src)
     end
     return out
   end

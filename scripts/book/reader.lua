@@ -174,7 +174,7 @@ local function collect_terms(doc)
       if f ~= "" then
         local words = {}
         for w in f:gmatch("%S+") do words[#words + 1] = w end
-        forms[#forms + 1] = { words = words, code = code ~= nil }
+        forms[#forms + 1] = { words = words, code = code ~= nil, text = f }
       end
     end
     sp.attributes.match = nil
@@ -212,7 +212,7 @@ local function link_chapter(blocks, terms)
       if not seen[t.id] then
         for _, f in ipairs(t.forms) do
           if f.code then
-            if el.t == "Code" and el.text == f.words[1] then
+            if el.t == "Code" and el.text == f.text then
               seen[t.id] = true
               return { pandoc.Link({ el }, "#" .. t.id, "", pandoc.Attr("", { "gloss" })) }, 1
             end
@@ -221,7 +221,8 @@ local function link_chapter(blocks, terms)
             local ok, pre, post = true, nil, nil
             for k = 1, n do
               local e = inls[i + 2 * (k - 1)]
-              if k > 1 and (not inls[i + 2 * k - 3] or inls[i + 2 * k - 3].t ~= "Space") then ok = false break end
+              local sep = inls[i + 2 * k - 3]
+              if k > 1 and (not sep or (sep.t ~= "Space" and sep.t ~= "SoftBreak")) then ok = false break end
               if not e or e.t ~= "Str" then ok = false break end
               local p, w, q = strip(e.text)
               if not w then ok = false break end

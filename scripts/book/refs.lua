@@ -397,20 +397,13 @@ function M.reftable(div)
   return pandoc.Div({ tbl }, pandoc.Attr("", { "reftable" }))
 end
 
--- The reference run beside a "Measured on this machine" box.
-function M.reference_box(exp, run, where)
+-- A reference run named by a results box must exist and have completed.
+function M.check_run(exp, run, where)
   local r = load_run(exp, run, where)
   if r.why then
     fail(where, "no result: experiment '" .. exp .. "' in reference run '" .. run .. "' did not complete (" .. r.why .. ")")
   end
   use(r)
-  local text = read(r.dir .. "/" .. exp .. ".md")
-  if not text then fail(where, r.dir .. "/" .. exp .. ".md is missing") end
-  local head = pandoc.Para({ pandoc.Strong({ pandoc.Str("Our reference run"), pandoc.Space(),
-    pandoc.Link({ pandoc.Str(run) }, "#" .. anchor(exp, run)) }) })
-  local blocks = { head }
-  for _, b in ipairs(pandoc.read(text, "markdown").blocks) do blocks[#blocks + 1] = b end
-  return pandoc.Div(blocks, pandoc.Attr("", { "results", "reference" }))
 end
 
 -- The appendix: every committed run of every experiment the document

@@ -101,7 +101,7 @@ check "refs defaults"      ok   "427${NB}µs"   "::: {.refs exp=demo run=R1}
 check "typed and equal"    ok   "427${NB}µs"   "[427 µs]{.ref exp=demo run=R1 $P1 field=writer_p99_us}"
 check "reftable"           ok   "912${NB}µs"    '::: {.reftable exp=demo sel="type=sample,policy=0" cols="@run = run; @label = host; writer_p99_us = p99"}
 :::'
-check "results + ref box"  ok   "Our reference run" '::: {.results experiment="demo" reference="R2"}
+check "results + ref run"  ok   "not measured" '::: {.results experiment="demo" reference="R2"}
 not measured
 :::'
 check "missing run"        fail "chapters/01-c.md:3: reference run 'R9' of experiment 'demo' not found (have: R1, R2)" \
@@ -165,6 +165,15 @@ check "glossary code term" ok   "[\`mmap_lock\`](#gl-mmap-lock){.gloss}" 'Take `
 
 [`mmap_lock`]{.term}
 : The lock.'
+check "glossary code form" ok   "[\`mm->mmap_lock\`](#gl-mmap-lock){.gloss}" 'Take `mm->mmap_lock`.
+
+[`mmap_lock`]{.term match="mmap_lock|mm->mmap_lock"}
+: The lock.'
+check "glossary line break" ok   "[grace period](#gl-grace-period){.gloss}" 'One grace
+period.
+
+[grace period]{.term}
+: Time.'
 check "glossary two words" ok   "[grace periods](#gl-grace-period){.gloss}." 'Two grace periods.
 
 [grace period]{.term match="grace period|grace periods"}

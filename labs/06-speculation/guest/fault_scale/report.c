@@ -1,4 +1,4 @@
-/* fault_scale's JSON records: the run's settings, one sample per cell, a table of spreads, one summary row per pattern. */
+/* fault_scale's JSON records: the run's settings, one sample per cell, a table of spreads, one summary row (A/B) or result row (--no-switch) per pattern. */
 #define _GNU_SOURCE
 #include "report.h"
 #include "mmlocks_guest.h"
@@ -55,7 +55,7 @@ struct fs_cmp fs_compare(const double v[2][FS_MAX_REPS], int reps)
 }
 /* endregion: compare */
 
-void fs_info_record(long nproc, int threads, const char *thp)
+void fs_info_record(long nproc, int threads, const char *thp, const char *release, bool mmlocks)
 {
 	struct mg_json j;
 	char list[128] = "";
@@ -70,9 +70,17 @@ void fs_info_record(long nproc, int threads, const char *thp)
 	mgj_str(&j, "patterns", list);
 	mgj_int(&j, "region_mib", opt.mib);
 	mgj_int(&j, "malloc_bytes", (long long)FS_MALLOC_SIZE);
-	mgj_int(&j, "sample_ms", opt.ms);
+	mgj_int(&j, "sample_ms", opt.sample_ms);
+	mgj_int(&j, "warmup_samples", opt.warmup);
+	mgj_int(&j, "samples_per_cell", opt.samples);
 	mgj_int(&j, "reps", opt.reps);
-	mgj_str(&j, "knob", opt.knob);
+	mgj_str(&j, "method", "each worker pinned, bumping its own cache-line counter; a sampler "
+		"reads them every sample_ms; warm-up periods dropped; a cell's ops/s is the mean "
+		"of its kept periods");
+	mgj_str(&j, "mode", opt.no_switch ? "no-switch" : "switch A/B");
+	mgj_str(&j, "release", release);
+	mgj_bool(&j, "mmlocks_knobs", mmlocks);
+	mgj_str(&j, "knob", opt.no_switch ? NULL : opt.knob);
 	mgj_str(&j, "dir", opt.dir);
 	mgj_str(&j, "thp_enabled", thp);
 	for (int i = 0; i < fs_nkc; i++) {
@@ -93,11 +101,24 @@ void fs_emit_sample(const struct fs_sample *s, bool baseline)
 	mgj_str(&j, "pattern", fs_pattern_names[s->pattern]);
 	mgj_int(&j, "rep", s->rep + 1);
 	mgj_int(&j, "threads", s->threads);
-	mgj_int(&j, opt.knob, s->pos);
-	mgj_int(&j, "knob_readback", s->knob_readback);
+	mgj_int(&j, "pinned", s->pinned);
+	if (s->pos >= 0) {
+		mgj_int(&j, opt.knob, s->pos);
+		mgj_int(&j, "knob_readback", s->knob_readback);
+	}
 	mgj_num(&j, "seconds", s->seconds);
 	mgj_int(&j, "ops", s->ops);
 	mgj_num(&j, "ops_per_s", s->ops_per_s);
+	mgj_num(&j, "period_median", s->per_period.median);
+	mgj_num(&j, "period_min", s->per_period.min);
+	mgj_num(&j, "period_max", s->per_period.max);
+	{
+		uint64_t r[FS_MAX_SAMPLES];
+
+		for (int i = 0; i < s->nrate; i++)
+			r[i] = s->rate[i] > 0 ? (uint64_t)(s->rate[i] + 0.5) : 0;
+		mgj_num_array(&j, "period_ops_per_s", r, (size_t)s->nrate, 1);
+	}
 	for (int i = 0; i < FS_VM_NR; i++)
 		mgj_int(&j, fs_vm_names[i], s->vm[i]);
 	for (int i = 0; i < fs_nkc; i++)
@@ -113,16 +134,30 @@ static const char *const published[FS_NPAT] = {
 struct sums {
 	long long ops, vm[FS_VM_NR], kc[FS_MAX_KC];
 	bool readback_ok;
+	struct fs_stats periods; /* every kept period of the position's cells */
 };
+
+static struct fs_stats pooled(const struct fs_sample *const *x, int n)
+{
+	static double v[FS_MAX_STATS];
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int r = 0; r < x[i]->nrate && k < FS_MAX_STATS; r++)
+			v[k++] = x[i]->rate[r];
+	return fs_stats_of(v, k);
+}
 
 static struct sums sum_pos(struct fs_sample s[][FS_NPAT][2], int reps, int p, int pos)
 {
 	struct sums t;
 
+	const struct fs_sample *cells[FS_MAX_REPS];
+
 	memset(&t, 0, sizeof(t));
 	t.readback_ok = true;
 	for (int r = 0; r < reps; r++) {
-		const struct fs_sample *x = &s[r][p][pos];
+		const struct fs_sample *x = cells[r] = &s[r][p][pos];
 
 		t.ops += x->ops;
 		for (int i = 0; i < FS_VM_NR; i++) /* a counter missing once is missing */
@@ -131,6 +166,7 @@ static struct sums sum_pos(struct fs_sample s[][FS_NPAT][2], int reps, int p, in
 			t.kc[i] += x->kc[i];
 		t.readback_ok = t.readback_ok && x->knob_readback == pos;
 	}
+	t.periods = pooled(cells, reps);
 	return t;
 }
 
@@ -213,6 +249,13 @@ void fs_summary_records(struct fs_sample s[][FS_NPAT][2], const struct fs_sample
 		mgj_num(&j, "before_max", c.max[0]);
 		mgj_num(&j, "after_min", c.min[1]);
 		mgj_num(&j, "after_max", c.max[1]);
+		/* Every kept period of a position (one period is sample_ms long). */
+		mgj_num(&j, "before_period_min", t[0].periods.min);
+		mgj_num(&j, "before_period_max", t[0].periods.max);
+		mgj_num(&j, "after_period_min", t[1].periods.min);
+		mgj_num(&j, "after_period_max", t[1].periods.max);
+		mgj_int(&j, "samples_per_cell", opt.samples);
+		mgj_int(&j, "sample_ms", opt.sample_ms);
 		/* The noise: each position alone, and the ratio within one repetition. */
 		mgj_num(&j, "before_spread_pct", c.spread_pct[0]);
 		mgj_num(&j, "after_spread_pct", c.spread_pct[1]);
@@ -240,3 +283,50 @@ void fs_summary_records(struct fs_sample s[][FS_NPAT][2], const struct fs_sample
 	}
 }
 /* endregion: summary */
+
+/* region: result */
+void fs_result_records(struct fs_sample s[][FS_NPAT], int reps, int threads)
+{
+	for (int p = 0; p < FS_NPAT; p++) {
+		const struct fs_sample *cells[FS_MAX_REPS];
+		double v[FS_MAX_REPS];
+		uint64_t arr[FS_MAX_REPS];
+		long long ops = 0, flt = 0, vls = 0;
+		struct fs_stats c, per;
+		struct mg_json j;
+
+		if (!(opt.mask & (1u << p)))
+			continue;
+		for (int r = 0; r < reps; r++) {
+			cells[r] = &s[r][p];
+			v[r] = s[r][p].ops_per_s;
+			arr[r] = v[r] > 0 ? (uint64_t)(v[r] + 0.5) : 0;
+			ops += s[r][p].ops;
+			flt = flt < 0 || s[r][p].vm[FS_PGFAULT] < 0 ? -1 : flt + s[r][p].vm[FS_PGFAULT];
+			vls = vls < 0 || s[r][p].vm[FS_VMA_LOCK_SUCCESS] < 0 ? -1 :
+			      vls + s[r][p].vm[FS_VMA_LOCK_SUCCESS];
+		}
+		c = fs_stats_of(v, reps);
+		per = pooled(cells, reps);
+		mgj_start(&j, "result", FS_EXP);
+		mgj_str(&j, "pattern", fs_pattern_names[p]);
+		mgj_str(&j, "unit", "ops/s");
+		mgj_int(&j, "threads", threads);
+		mgj_int(&j, "runs", reps);
+		mgj_int(&j, "samples_per_cell", opt.samples);
+		mgj_int(&j, "sample_ms", opt.sample_ms);
+		mgj_num(&j, "median_ops_per_s", c.median);
+		mgj_num(&j, "mean_ops_per_s", c.mean);
+		mgj_num(&j, "min_ops_per_s", c.min);
+		mgj_num(&j, "max_ops_per_s", c.max);
+		mgj_num(&j, "spread_pct", c.median > 0 ? (c.max - c.min) / c.median * 100 : NAN);
+		mgj_num(&j, "period_min", per.min);
+		mgj_num(&j, "period_median", per.median);
+		mgj_num(&j, "period_max", per.max);
+		mgj_num(&j, "pgfault_per_op", per_op(flt, ops));
+		mgj_num(&j, "vma_lock_success_per_op", per_op(vls, ops));
+		mgj_num_array(&j, "ops_per_s_cells", arr, (size_t)reps, 1);
+		mgj_emit(&j);
+	}
+}
+/* endregion: result */

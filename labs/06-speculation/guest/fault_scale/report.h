@@ -1,7 +1,8 @@
-/* fault_scale's options, samples, the A/A comparison and its JSON records (info, sample, table_row, summary). */
+/* fault_scale's options, cells, the A/A comparison and its JSON records (info, sample, table_row, summary, result). */
 #ifndef FAULT_SCALE_REPORT_H
 #define FAULT_SCALE_REPORT_H
 
+#include "sampler.h"
 #include "workload.h"
 
 #include <stdbool.h>
@@ -11,19 +12,26 @@
 #define FS_GOAL_PCT 5.0 /* the goal: every pattern within +-5 % */
 
 struct fs_opts {
-	long long threads, mib, ms, reps, timeout;
+	long long threads, mib, sample_ms, warmup, samples, reps, timeout;
 	const char *patterns, *knob, *dir;
 	unsigned mask; /* patterns to run, bit = enum fs_pattern */
-	bool quick;
+	bool quick, no_switch;
 };
 extern struct fs_opts opt;
 
-/* One sample: one pattern, one switch position, opt.ms with `threads` workers. */
+/*
+ * One cell ("sample" record): one pattern, one switch position (-1: the
+ * switch left alone, --no-switch), `threads` workers, opt.samples kept
+ * periods of opt.sample_ms after opt.warmup dropped ones. ops_per_s is the
+ * mean of the kept periods' rates, will-it-scale's "average".
+ */
 struct fs_sample {
-	int pattern, pos, rep, threads;
+	int pattern, pos, rep, threads, nrate, pinned;
 	long long knob_readback; /* the switch read back after writing pos */
 	double seconds, ops_per_s;
-	long long ops, vm[FS_VM_NR], kc[FS_MAX_KC]; /* counter deltas */
+	struct fs_stats per_period; /* mean (= ops_per_s), median, min, max */
+	double rate[FS_MAX_SAMPLES];
+	long long ops, vm[FS_VM_NR], kc[FS_MAX_KC]; /* counter deltas over the kept window */
 };
 
 /* The switch's counters found next to it (fs_knob_counters). */
@@ -54,7 +62,7 @@ struct fs_cmp {
  */
 struct fs_cmp fs_compare(const double v[2][FS_MAX_REPS], int reps);
 
-void fs_info_record(long nproc, int threads, const char *thp);
+void fs_info_record(long nproc, int threads, const char *thp, const char *release, bool mmlocks);
 void fs_emit_sample(const struct fs_sample *s, bool baseline);
 /*
  * The summary rows (one per pattern) and the table of spreads, from
@@ -62,5 +70,13 @@ void fs_emit_sample(const struct fs_sample *s, bool baseline);
  */
 void fs_summary_records(struct fs_sample s[][FS_NPAT][2], const struct fs_sample base[FS_NPAT],
 			int reps, int threads);
+
+/*
+ * --no-switch: one "result" record per pattern, from s[rep][pattern] (one
+ * cell per repetition): the median, mean, range and spread of the cells'
+ * ops/s, the range of every kept period, the faults per op. What
+ * labs/kernel/compare-stock.sh compares between a stock and a patched boot.
+ */
+void fs_result_records(struct fs_sample s[][FS_NPAT], int reps, int threads);
 
 #endif

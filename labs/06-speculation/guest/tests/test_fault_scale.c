@@ -3,15 +3,22 @@
  * order, the A/A comparison's arithmetic, the option parsers, each pattern's
  * pass (its op count, where its writes land: a private file mapping must
  * leave the file alone, a shared one must write it), the tmpfs files (no
- * name left behind), and the counter readers. The host's faults and tmpfs
- * are 6.12's in what these tests look at; nothing waits on time.
+ * name left behind), the counter readers, and the method: the statistics
+ * of the kept periods, and one short cell run on the host (pinned workers,
+ * warm-up dropped, the counters read at both ends of the kept window, a
+ * failing worker and a stop signal end the cell with every thread joined).
+ * The host's faults and tmpfs are 6.12's in what these tests look at; only
+ * the cells wait on time, a few tenths of a second each.
  */
 #define _GNU_SOURCE
 #include "fault_scale/report.h"
+#include "fault_scale/sampler.h"
+#include "mmlocks_guest.h"
 #include "fault_scale/workload.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -240,4 +247,86 @@ Test(counters, the_switch_s_own_counters_sorted)
 	}
 	rmdir(dir);
 	cr_assert_lt(fs_knob_counters("/nonexistent/dir", "x", names), 0);
+}
+
+/* ---- the method ------------------------------------------------------------------ */
+
+Test(method, stats_of_the_kept_periods)
+{
+	const double v[] = { 5, 1, 4, 2 };
+	struct fs_stats s = fs_stats_of(v, 4);
+
+	cr_assert_eq(s.n, 4);
+	cr_assert_float_eq(s.mean, 3, 1e-12);
+	cr_assert_float_eq(s.median, 3, 1e-12, "the mean of the two middle values");
+	cr_assert_float_eq(s.min, 1, 1e-12);
+	cr_assert_float_eq(s.max, 5, 1e-12);
+	s = fs_stats_of(v, 3);
+	cr_assert_float_eq(s.median, 4, 1e-12, "5 1 4 sorted is 1 4 5");
+	cr_assert_float_eq(v[0], 5, 1e-12, "the input is left alone");
+	cr_assert_eq(fs_stats_of(v, 0).n, 0);
+	cr_assert_eq(fs_stats_of(v, FS_MAX_STATS + 1).n, 0, "too many values: nothing");
+}
+
+struct marked {
+	int calls[2];
+	long long at[2];
+	struct fs_cell *c;
+};
+
+static void on_mark(void *arg, int end)
+{
+	struct marked *m = arg;
+
+	m->calls[end]++;
+	m->at[end] = (long long)mg_now_ns();
+}
+
+Test(method, a_cell_drops_the_warm_up_and_reads_the_counters_around_the_kept_window)
+{
+	struct marked m = { { 0, 0 }, { 0, 0 }, NULL };
+	struct fs_cell c = { .pattern = FS_PAGE_FAULT1, .threads = 2, .ncpu = 1, .warmup = 2,
+			     .samples = 3, .sample_ms = 60, .len = LEN, .mark = on_mark, .arg = &m };
+	long long t0 = (long long)mg_now_ns();
+	double sum = 0;
+
+	cr_assert_eq(fs_run_cell(&c), 0, "err %d", c.err);
+	cr_assert_eq(m.calls[0], 1);
+	cr_assert_eq(m.calls[1], 1);
+	cr_assert_geq(m.at[0] - t0, 2 * 60 * 1000000ll * 95 / 100, "the kept window began inside the warm-up");
+	cr_assert_geq(m.at[1] - m.at[0], 3 * 60 * 1000000ll * 90 / 100, "the kept window is 3 periods");
+	cr_assert_eq(c.pinned, 2, "both workers pinned to CPU 0");
+	cr_assert_gt(c.ops, 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_gt(c.rate[i], 0, "period %d measured nothing", i);
+		sum += c.rate[i] * c.seconds / 3;
+	}
+	cr_assert_eq(c.rate[3], 0, "only the kept periods are recorded");
+	/* The periods tile the kept window: their ops add up to the window's. */
+	cr_assert_float_eq(sum, (double)c.ops, (double)c.ops * 0.2, "%g vs %lld", sum, c.ops);
+}
+
+Test(method, a_failing_worker_ends_the_cell)
+{
+	const int fds[2] = { -1, -1 };
+	struct fs_cell c = { .pattern = FS_PAGE_FAULT2, .threads = 2, .ncpu = 2, .warmup = 0,
+			     .samples = 2, .sample_ms = 50, .len = LEN, .fds = fds };
+
+	cr_assert_eq(fs_run_cell(&c), -EBADF, "mmap of fd -1 fails");
+	cr_assert_eq(c.err, EBADF);
+}
+
+Test(method, a_stop_signal_ends_the_cell_and_bad_cells_are_refused)
+{
+	struct fs_cell c = { .pattern = FS_MALLOC2, .threads = 1, .ncpu = 1, .warmup = 1,
+			     .samples = 2, .sample_ms = 10000 };
+
+	mg_stop_signal = 1;
+	cr_assert_eq(fs_run_cell(&c), -EINTR);
+	mg_stop_signal = 0;
+	c.samples = FS_MAX_SAMPLES + 1;
+	cr_assert_eq(fs_run_cell(&c), -EINVAL);
+	c.samples = 1;
+	c.threads = 0;
+	cr_assert_eq(fs_run_cell(&c), -EINVAL);
 }

@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
+	skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -158,6 +158,14 @@ explore: ## search every scenario's schedules (FOUND/NONE as expected?); figures
 grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
 	$(check-lab)
 	@labs/tools/grade-all $(if $(LAB),--lab $(notdir $(LAB_DIR))) $(if $(SRC),--src $(abspath $(SRC)))
+
+# Not part of make test (minutes per lab): every generated mutant of one
+# lab's TODO regions, graded one at a time; ONLY=op[,op] picks operators.
+mutate: ## grade every generated mutant of a lab's TODO regions: LAB=NN [ONLY=op] (writes labs/NN-slug/mutation-report.md)
+	@[ -n "$(LAB)" ] || { echo "make mutate: give LAB=NN (one lab at a time)" >&2; exit 2; }
+	$(check-lab)
+	@labs/tools/mutate $(notdir $(LAB_DIR)) $(if $(ONLY),--only $(call shq,$(ONLY))) \
+	  $(if $(ONLY),,--report $(LAB_DIR)/mutation-report.md)
 
 # Student work lives outside build/ (make clean never touches it): an
 # existing folder is never overwritten; DST=other gives a fresh skeleton.

@@ -110,8 +110,11 @@ struct vm_area_struct *find_vma(struct mm_struct *mm, unsigned long addr)
 struct vm_area_struct *vma_lookup(struct mm_struct *mm, unsigned long addr)
 {
 	struct vma_slot *s = tree_find(rcu_access(mm->mm_mt), addr);
+	struct vm_area_struct *vma = s && s->start <= addr ? s->vma : NULL;
 
-	return s && s->start <= addr ? s->vma : NULL;
+	if (vma)	/* model only: a writer may run here (lab 06's grader) */
+		mm_hook(mm, VMA_HOOK_VMA_LOOKUP, vma);
+	return vma;
 }
 
 /* The VMAs in address order; the caller holds mmap_lock. */

@@ -1,5 +1,7 @@
 /* grader.c - lab 01 grader: forced interleavings that tell each steal policy apart (tests todoN_*). */
+#define _GNU_SOURCE	/* RTLD_NEXT */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 
 #include "harness.h"
 #include "rwsem_internal.h"
@@ -263,4 +265,91 @@ Test(lab01, todo3_writer_first_steals_when_the_queue_empties_first)
 	actor_stop(&q);
 	actor_stop(&b);
 	harness_fini(&h);
+}
+
+/*
+ * The queue is read under wait_lock. The grader stands in for
+ * pthread_mutex_lock() and pthread_mutex_unlock() (the model's
+ * raw_spin_lock_irq() and raw_spin_unlock_irq()): when the reader takes
+ * the watched wait_lock, or is about to release it, the test's function
+ * changes the queue, as another CPU holding wait_lock next would. A read of
+ * the queue before the lock or after the unlock sees the other queue.
+ */
+static pthread_mutex_t *watched;
+static void (*after_lock)(void), (*before_unlock)(void);
+
+int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	static int (*real)(pthread_mutex_t *);
+	void (*fn)(void) = after_lock;
+	int r;
+
+	if (!real)
+		real = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	r = real(m);
+	if (m == watched && fn) {
+		after_lock = NULL;
+		fn();
+	}
+	return r;
+}
+
+int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	static int (*real)(pthread_mutex_t *);
+	void (*fn)(void) = before_unlock;
+
+	if (!real)
+		real = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+	if (m == watched && fn) {
+		before_unlock = NULL;
+		fn();
+	}
+	return real(m);
+}
+
+static struct rw_semaphore qsem;
+static struct rwsem_waiter qwriter;
+
+static void writer_leaves_the_queue(void)
+{
+	list_del_init(&qwriter.list);
+}
+
+/* The test thread is a reader in the slowpath; writer W is first in the queue. */
+static bool decide_with_writer_queued(void)
+{
+	DEFINE_WAKE_Q(wake_q);
+
+	init_rwsem(&qsem);
+	memset(&qwriter, 0, sizeof(qwriter));
+	qwriter.type = RWSEM_WAITING_FOR_WRITE;
+	list_add_tail(&qwriter.list, &qsem.wait_list);
+	watched = &qsem.wait_lock;
+	return rwsem_read_steal(&qsem, RWSEM_READER_BIAS | RWSEM_FLAG_WAITERS,
+				RWSEM_WRITER_FIRST, &wake_q);
+}
+
+Test(lab01, todo3_writer_first_reads_the_queue_after_taking_wait_lock)
+{
+	bool stole;
+
+	after_lock = writer_leaves_the_queue;
+	stole = decide_with_writer_queued();
+	cr_assert(!after_lock, "WRITER_FIRST with WAITERS set never took wait_lock");
+	cr_assert(stole, "W left the queue while the reader waited for wait_lock; the reader "
+		  "then found the queue empty and must steal. It queued: it read the queue "
+		  "before it held wait_lock");
+}
+
+Test(lab01, todo3_writer_first_reads_the_queue_before_releasing_wait_lock)
+{
+	bool stole;
+
+	before_unlock = writer_leaves_the_queue;
+	stole = decide_with_writer_queued();
+	cr_assert(!before_unlock, "WRITER_FIRST with WAITERS set never released wait_lock");
+	cr_assert(!stole, "W was first in the queue all the time the reader held wait_lock: "
+		  "it must queue. It stole: it read the queue after releasing wait_lock, when "
+		  "W had left");
 }

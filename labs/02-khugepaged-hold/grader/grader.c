@@ -26,6 +26,21 @@ Test(lab02, todo1_due_after_exactly_batch_skips)
 	}
 }
 
+/* The knob may be lowered between two calls (it is a sysfs file in the kernel). */
+Test(lab02, todo1_batch_lowered_below_the_count_is_due_at_once)
+{
+	unsigned int skipped = 0;
+
+	khugepaged_max_skip_batch = 8;
+	for (int i = 1; i <= 5; i++)
+		cr_assert_not(khugepaged_skip_batch_due(&skipped), "due after only %d of 8 skips", i);
+	khugepaged_max_skip_batch = 2;
+	cr_assert(khugepaged_skip_batch_due(&skipped),
+		  "6 VMAs skipped and the batch is now 2: due at once (count up to the batch "
+		  "or beyond it, not exactly to it)");
+	cr_assert_not(khugepaged_skip_batch_due(&skipped), "the count did not restart");
+}
+
 Test(lab02, todo1_batch_of_one_is_due_every_time)
 {
 	unsigned int skipped = 0;

@@ -1,5 +1,6 @@
 /* grader.c - lab 05 grader: forced orders that tell a right per-VMA access_remote_vm() from wrong ones. */
 #include <criterion/criterion.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "remote.h"
@@ -66,6 +67,55 @@ Test(lab05, todo1_crossing_two_vmas_falls_back_and_releases_the_vma)
 		     EV(r, FALLBACK));
 	cr_assert_eq(EV(r, FALLBACK_SPAN), 1, "the reason is the range (fallback_span)");
 	cr_assert_eq(EV(r, VMA_LOCKED), 0);
+}
+
+/* One byte past A's vm_end is in B: the range does not fit in A. */
+Test(lab05, todo1_read_one_byte_into_the_next_vma_falls_back)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_B - 10, 11, &r);
+	cr_assert_eq(r.ret, 11, "read %d bytes of A and B, want 11", r.ret);
+	cr_assert_eq(EV(r, FALLBACK_SPAN), 1, "[A's vm_end - 10, A's vm_end + 1) ends one byte "
+		     "inside B: fallback_span = %ld, want 1", EV(r, FALLBACK_SPAN));
+	cr_assert_eq(EV(r, VMA_LOCKED), 0, "A's lock cannot serve a byte of B");
+}
+
+/* An empty range lies inside A: nothing needs mmap_lock. */
+Test(lab05, todo1_empty_read_needs_no_mmap_lock)
+{
+	struct remote_result r;
+
+	read_vma(false, RM_A + 100, 0, &r);
+	cr_assert_eq(r.ret, 0, "read %d bytes, want 0", r.ret);
+	cr_assert_eq(EV(r, FALLBACK), 0, "a read of 0 bytes inside A fell back to mmap_lock "
+		     "(fallback_span = %ld): [addr, addr + 0) lies inside A", EV(r, FALLBACK_SPAN));
+	cr_assert_eq(EV(r, MMAP_LOCKED), 0);
+}
+
+/*
+ * addr + len must not wrap. In the model's address space (TASK_SIZE is
+ * small) only a negative len, read as unsigned, wraps it: the range is then
+ * not inside A, whatever addr + len compares to.
+ */
+Test(lab05, todo1_wrapping_range_falls_back)
+{
+	static const int lens[] = { -1, -2, -4096 };
+	char buf[16];
+
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		struct vtest t;
+		long span;
+
+		vt_init(&t);
+		vt_map(&t, RM_A, 4, RW, true);
+		access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, lens[i]);
+		span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+		vt_fini(&t);
+		cr_assert_eq(span, 1, "len %d: addr + len wraps below addr, so [addr, addr + len) "
+			     "is not inside A: fallback_span = %ld, want 1 (test addr + len < addr)",
+			     lens[i], span);
+	}
 }
 
 Test(lab05, todo1_vm_io_memory_falls_back_to_access_under_mmap_lock)
@@ -206,4 +256,53 @@ Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
 	alarm(5);
 	stress_run(&cfg, &r);
 	cr_assert(r.ok, "%s", r.why);
+}
+
+/*
+ * While the reader is unlocked (between A's lock and mmap_lock), A is
+ * replaced by VM_IO memory with an ->access() method: GUP refuses it, and
+ * the rest of the transfer goes through ->access() under mmap_lock.
+ */
+static int io_calls;
+
+static int io_access(struct vm_area_struct *vma, unsigned long addr, void *buf, int len,
+		     int write)
+{
+	(void)vma;
+	(void)addr;
+	(void)write;
+	memset(buf, 0x5a, len);
+	io_calls++;
+	return len;
+}
+
+static const struct vm_operations_struct io_ops = { .access = io_access };
+
+static void replace_a_with_io(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	if (do_mmap_io(&t->mm, RM_A, PG(4), &io_ops))
+		abort();
+}
+
+Test(lab05, todo3_vma_replaced_by_access_memory_reads_through_access)
+{
+	static unsigned char buf[PG(4)];
+	struct vtest t;
+	int ret;
+
+	vt_init(&t);
+	vt_map(&t, RM_A, 4, RW, false);
+	for (int i = 0; i < 4; i++)	/* A's page 2 is missing: the reader falls back there */
+		if (i != 2)
+			cr_assert_eq(do_user_addr_fault(&t.mm, RM_A + PG(i), true), 0);
+	vt_act_at(&t, VMA_HOOK_REMOTE_UNLOCKED, replace_a_with_io, 1);
+	ret = access_remote_vm_vma(&t.mm, RM_A, buf, PG(4));
+	cr_assert(!t.action_left[VMA_HOOK_REMOTE_UNLOCKED],
+		  "the reader never dropped A's lock at the missing page");
+	vt_fini(&t);
+	cr_assert_eq(ret, PG(4), "read %d bytes, want %lu: after the fallback the range is "
+		     "VM_IO memory, which GUP refuses; vma_lookup() finds it and ->access() reads it",
+		     ret, PG(4));
+	cr_assert(io_calls > 0 && buf[PG(2)] == 0x5a, "page 2 onwards must come from ->access()");
 }

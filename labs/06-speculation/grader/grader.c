@@ -1,7 +1,10 @@
 /* grader.c - lab 06 grader: forced orders that tell a right speculative uprobe lookup from wrong ones. */
+#define _GNU_SOURCE	/* dladdr(), for the ordering audit */
 #include <criterion/criterion.h>
 
 #include "speculate.h"
+#include "spec_stress.h"
+#include "../../tools/order_audit.h"
 
 /*
  * The scenarios (code/vma/tests/speculate.c) build one small mm (its
@@ -81,6 +84,68 @@ Test(lab06, todo1_retry_sees_a_writer_still_holding_the_lock)
 	cr_assert(h.retry_while_locked, "a writer took mmap_lock after try_begin: retry must be true");
 }
 
+/* mm_lock_seq is unsigned and wraps: "moved" means "not equal", not "greater". */
+Test(lab06, todo1_retry_sees_a_writer_across_the_wrap)
+{
+	struct vtest t;
+	unsigned int seq = 1;
+	bool begun, moved;
+
+	vt_init(&t);
+	t.mm.mm_lock_seq.sequence = UINT_MAX - 1;	/* even: unlocked, one writer from the wrap */
+	begun = mmap_lock_speculate_try_begin(&t.mm, &seq);
+	mmap_write_lock(&t.mm);
+	mmap_write_unlock(&t.mm);
+	moved = mmap_lock_speculate_retry(&t.mm, seq);
+	cr_assert(begun, "try_begin failed on an unlocked mm (mm_lock_seq %u)", UINT_MAX - 1);
+	cr_assert(moved, "a writer came and went: mm_lock_seq went from %u to %u (it wraps). "
+		  "retry must be true: compare for inequality", seq, t.mm.mm_lock_seq.sequence);
+	vt_fini(&t);
+}
+
+/*
+ * The ordering audit (labs/tools/order_audit.h): on x86 an ACQUIRE load
+ * and smp_rmb() are plain loads, so no run above fails without them; these
+ * two tests read what your TODO 1 regions say instead.
+ */
+static void audit_of(struct audit *a, void *fn, int index)
+{
+	cr_assert(audit_locate(fn, a), "%s", a->why);
+	cr_assert(audit_region(a, 1, index), "%s", a->why);
+}
+
+Test(lab06, todo1_try_begin_loads_the_count_once_with_acquire)
+{
+	struct audit a;
+
+	audit_of(&a, (void *)mmap_lock_speculate_try_begin, 0);
+	cr_assert(audit_acquire_load(a.code, "mm_lock_seq"),
+		  "try_begin (the first TODO 1 region of %s) must load mm_lock_seq with ACQUIRE "
+		  "(raw_read_seqcount() or smp_load_acquire()): it pairs with the RELEASE in "
+		  "mmap_write_unlock(), so the speculation's loads see what the last writer stored. "
+		  "On x86 a plain load runs the same, so only this audit can tell", a.path);
+	cr_assert_eq(audit_count(a.code, "mm_lock_seq"), 1,
+		     "try_begin names mm_lock_seq %d times: load it once, and test and return that "
+		     "one value (a second load may see another writer's count)",
+		     audit_count(a.code, "mm_lock_seq"));
+}
+
+Test(lab06, todo1_retry_reads_the_count_after_a_read_barrier)
+{
+	struct audit a;
+	const char *bar, *load;
+
+	audit_of(&a, (void *)mmap_lock_speculate_retry, 1);
+	bar = audit_read_barrier(a.code);
+	load = audit_find(a.code, a.code, "mm_lock_seq");
+	cr_assert(load, "retry (the second TODO 1 region of %s) never reads mm_lock_seq", a.path);
+	cr_assert(bar && bar < load,
+		  "retry must put smp_rmb() before its load of mm_lock_seq: the barrier keeps the "
+		  "speculation's loads (above it) before the load of the count. An ACQUIRE on the "
+		  "count orders only the loads after it, the wrong side. On x86 the test runs above "
+		  "pass without it; this audit reads %s", a.path);
+}
+
 /* ------------------------------------- TODO 2: the speculative lookup */
 
 /* Each attempt counts exactly one outcome. */
@@ -122,6 +187,32 @@ Test(lab06, todo2_no_uprobe_anonymous_or_hole_fails_lookup)
 			     what[i], EV(r, SPECULATE_FAIL_LOOKUP));
 		one_outcome(&r);
 	}
+}
+
+/*
+ * valid_vma(): a uprobe fires only in an executable file mapping. Q maps
+ * I1 (every page offset has a uprobe) readable but not executable.
+ */
+Test(lab06, todo2_file_vma_without_vm_exec_fails_lookup)
+{
+	const unsigned long q = PG(800);
+	struct uprobe *u;
+	struct file *f;
+	struct vtest t;
+
+	vt_init(&t);
+	sp_layout(&t.mm);
+	f = file_open(&sp_i1);
+	cr_assert_eq(do_mmap_file(&t.mm, q, PG(4), VM_READ, f, SP_PGOFF), 0);
+	fput(f);
+	rcu_read_lock();
+	u = find_active_uprobe_speculative(&t.mm, q + PG(1));
+	rcu_read_unlock();
+	cr_assert(!u, "Q maps I1 without VM_EXEC: no uprobe fires there (valid_vma()), but the "
+		  "speculation returned uprobe %d", u ? u->id : 0);
+	cr_assert_eq(uprobe_event(&t.mm, UPROBE_SPECULATE_FAIL_LOOKUP), 1,
+		     "fail_lookup = %ld, want 1", uprobe_event(&t.mm, UPROBE_SPECULATE_FAIL_LOOKUP));
+	vt_fini(&t);
 }
 
 Test(lab06, todo2_write_locked_mm_fails_begin_and_reads_nothing)
@@ -170,6 +261,17 @@ Test(lab06, todo2_vma_start_moved_between_two_loads_fails_the_retry)
 {
 	retried(VMA_HOOK_UPROBE_OFFSET, SP_RACE_MOVE,
 		"P's vm_start moved between the loads of vm_pgoff and vm_start");
+}
+
+/*
+ * A writer right after vma_lookup() returned P: the lookup came after
+ * try_begin, so the retry sees the writer. (Looked up before try_begin, P
+ * is stale and nothing says so.)
+ */
+Test(lab06, todo2_writer_right_after_the_vma_lookup_fails_the_retry)
+{
+	retried(VMA_HOOK_VMA_LOOKUP, SP_RACE_REPLACE,
+		"P replaced (and its file reused) just after vma_lookup() found it");
 }
 
 /* ------------------------------------------------ TODO 3: the fallback */
@@ -235,4 +337,20 @@ Test(lab06, todo3_fail_lookup_still_asks_under_the_lock)
 	cr_assert_eq(EV(r, SPECULATE_FAIL_LOOKUP), 1, "the hit did not speculate");
 	cr_assert_eq(EV(r, MMAP_LOCKED), 1, "speculation cannot prove there is no uprobe: "
 		     "ask under mmap_lock (uprobe_mmap_locked = %ld)", EV(r, MMAP_LOCKED));
+}
+
+/*
+ * A bounded stress: hits of SP_X against a writer cycling P through six
+ * states; every 3rd hook inside a speculative lookup, the reader itself
+ * makes writer steps, so torn and stale reads happen on every run. Each
+ * answer must be one a state between the hit's start and end gives.
+ */
+Test(lab06, todo3_stress_answers_match_a_state_of_the_writer)
+{
+	struct spec_stress_cfg cfg = { .readers = 2, .mapper = 1, .ops = 400, .seconds = 20,
+				       .perturb = 3 };
+	struct spec_stress_result r;
+
+	spec_stress_run(&cfg, &r);
+	cr_assert(r.ok, "%s", r.why);
 }

@@ -187,6 +187,27 @@ Test(lab07, todo3_free_unqueues_a_queued_folio)
 	cr_assert(!r.partially_mapped);
 }
 
+/* __folio_unqueue_deferred_split() itself, on a queued, marked folio. */
+Test(lab07, todo3_unqueue_takes_off_the_flag_and_says_so)
+{
+	struct ttest t;
+
+	queued_folio(&t, true);
+	cr_assert(folio_test_partially_mapped(&t.folio[0]));
+	cr_assert(__folio_unqueue_deferred_split(&t.folio[0]),
+		  "F was queued: __folio_unqueue_deferred_split() must return true");
+	cr_assert(!tt_on_queue(&t, &t.folio[0]), "F is still on split_queue");
+	cr_assert_eq(t.ds.split_queue_len, 0, "split_queue_len %lu, want 0",
+		     (unsigned long)t.ds.split_queue_len);
+	cr_assert(!folio_test_partially_mapped(&t.folio[0]),
+		  "F is off the queue but still marked partially mapped: clear the flag");
+	cr_assert(!__folio_unqueue_deferred_split(&t.folio[0]),
+		  "F is not queued any more: __folio_unqueue_deferred_split() must return false");
+	cr_assert_eq(t.ds.split_queue_len, 0, "split_queue_len %lu after a second unqueue",
+		     (unsigned long)t.ds.split_queue_len);
+	tt_fini(&t);
+}
+
 Test(lab07, todo3_free_of_an_unqueued_folio_takes_no_lock)
 {
 	struct scn_result r;

@@ -16,6 +16,9 @@ progs=(
   scripts/reference.sh scripts/reference-bench.sh scripts/book/check-numbers.py scripts/book/check-refs.sh
   labs/tools/check-mutants scripts/check-leaks.py scripts/book/epub-titles.py scripts/book/browser-check.py
   scripts/book/epub-figures.py code/khugepaged/plots/guest-points.py
+  scripts/book/check-shape.py scripts/book/chapter.sh scripts/book/answers.sh
+  labs/tools/mutate labs/tools/student-dist labs/tools/check-student-dist labs/tools/check-gradescope
+  labs/tools/check-explain labs/kernel/tree-sync.sh
 )
 # Programs that exist only once their part is built; each line: PATH.
 while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(

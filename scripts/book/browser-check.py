@@ -138,6 +138,25 @@ def shoot(chrome, session, path, clip=None):
         f.write(base64.b64decode(shot["data"]))
 
 
+def event_problem(m, local, where):
+    """What a DevTools event says is wrong, or None: an uncaught exception, a
+    console error, a request for anything but data:/blob:/about: and what
+    local(url) accepts (the page's own file, or the site's files)."""
+    p = m.get("params", {})
+    if m["method"] == "Runtime.exceptionThrown":
+        return "uncaught exception: " + p["exceptionDetails"].get("text", "?")
+    if m["method"] == "Runtime.consoleAPICalled" and p.get("type") == "error":
+        return "console error: " + " ".join(str(a.get("value", a.get("description", "")))
+                                           for a in p.get("args", []))
+    if m["method"] == "Log.entryAdded" and p["entry"].get("level") == "error":
+        return "console error: " + p["entry"].get("text", "?")
+    if m["method"] == "Network.requestWillBeSent":
+        u = p["request"]["url"]
+        if not local(u) and not u.startswith(("data:", "blob:", "about:")):
+            return f"request outside {where}: " + u[:100]
+    return None
+
+
 def check_view(chrome, url, name, width, height, mobile, scheme, out, labels):
     problems = []
     target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -167,20 +186,10 @@ def check_view(chrome, url, name, width, height, mobile, scheme, out, labels):
                 problems.append(p)
     file_url = url.split("#")[0]
     for m in chrome.events:
-        if m.get("sessionId") != s:
-            continue
-        p = m.get("params", {})
-        if m["method"] == "Runtime.exceptionThrown":
-            problems.append("uncaught exception: " + p["exceptionDetails"].get("text", "?"))
-        elif m["method"] == "Runtime.consoleAPICalled" and p.get("type") == "error":
-            problems.append("console error: " + " ".join(str(a.get("value", a.get("description", "")))
-                                                         for a in p.get("args", [])))
-        elif m["method"] == "Log.entryAdded" and p["entry"].get("level") == "error":
-            problems.append("console error: " + p["entry"].get("text", "?"))
-        elif m["method"] == "Network.requestWillBeSent":
-            u = p["request"]["url"]
-            if u != file_url and not u.startswith(("data:", "blob:", "about:")):
-                problems.append("request outside the file: " + u[:100])
+        if m.get("sessionId") == s:
+            p = event_problem(m, lambda u: u == file_url, "the file")
+            if p:
+                problems.append(p)
     shoot(chrome, s, os.path.join(out, f"book-{name}.png"))
     if scheme == "light":	# each figure in the column, and opened full size
         for fig in figures:	# at the top of the screen, as much as fits
@@ -352,20 +361,11 @@ class Tab:
             if m.get("sessionId") != self.s:
                 keep.append(m)
                 continue
-            p = m.get("params", {})
-            if m["method"] == "Runtime.exceptionThrown":
-                out.append("uncaught exception: " + p["exceptionDetails"].get("text", "?"))
-            elif m["method"] == "Runtime.consoleAPICalled" and p.get("type") == "error":
-                out.append("console error: " + " ".join(str(a.get("value", a.get("description", "")))
-                                                         for a in p.get("args", [])))
-            elif m["method"] == "Log.entryAdded" and p["entry"].get("level") == "error":
-                out.append("console error: " + p["entry"].get("text", "?"))
-            elif m["method"] == "Network.requestWillBeSent":
-                u = p["request"]["url"]
-                if not u.startswith(("file:", "data:", "blob:", "about:")):
-                    out.append("request outside the site: " + u[:100])
-            elif m["method"] == "Network.loadingFailed" and not p.get("canceled"):
-                out.append("failed to load: " + p.get("errorText", "?"))
+            p = event_problem(m, lambda u: u.startswith("file:"), "the site")
+            if p:
+                out.append(p)
+            elif m["method"] == "Network.loadingFailed" and not m.get("params", {}).get("canceled"):
+                out.append("failed to load: " + m["params"].get("errorText", "?"))
         self.c.events = keep
         return out
 

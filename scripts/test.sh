@@ -92,6 +92,7 @@ appendix_mutants() {
 step "book-errors" scripts/book/selftest.sh
 step "book-numbers" scripts/book/check-numbers.py
 step "book-refs" scripts/book/check-refs.sh
+step "book-citations" bash -c "scripts/book/check-citations.py --self-test && scripts/book/check-citations.py"
 [ $STUDENT = 1 ] || step "answers" make --no-print-directory build/answers.html
 step "book" make --no-print-directory book
 step "book-shape" scripts/book/check-shape.py --built

@@ -178,6 +178,50 @@ local function linux_root()
   return root
 end
 
+-- An excerpt: from the first line holding FROM to the first line after it
+-- holding TO (plain texts, not patterns). What is cut is shown by an
+-- elision line; a function keeps its signature and closing brace, so the
+-- reader sees where the excerpt sits.
+local function excerpt(lines, from, to, is_function, where)
+  if not from and not to then return lines end
+  local a, b = 1, #lines
+  if from then
+    a = nil
+    for i, l in ipairs(lines) do
+      if l:find(from, 1, true) then a = i break end
+    end
+    if not a then fail(where .. ": excerpt start '" .. from .. "' not found") end
+  end
+  if to then
+    b = nil
+    for i = a, #lines do
+      if lines[i]:find(to, 1, true) then b = i break end
+    end
+    if not b then fail(where .. ": excerpt end '" .. to .. "' not found after '" .. (from or "the start") .. "'") end
+  end
+  local out = {}
+  local function elide(next_line)
+    out[#out + 1] = ((next_line or ""):match("^[ \t]*"):gsub(" $", "")) .. "/* ... */"
+  end
+  if a > 1 then
+    if is_function then
+      local k = 1
+      repeat out[#out + 1] = lines[k]; k = k + 1 until lines[k - 1]:match("{%s*$") or k > a - 1
+    end
+    if #out == 0 or out[#out] ~= lines[a - 1] then elide(lines[a]) end
+  end
+  for i = a, b do out[#out + 1] = lines[i] end
+  if b < #lines then
+    if is_function and lines[#lines]:match("^}") then
+      if b < #lines - 1 then elide(lines[b]) end
+      out[#out + 1] = lines[#lines]
+    else
+      elide(lines[b])
+    end
+  end
+  return out
+end
+
 local function include_block(el)
   local spec = el.attributes.include
   local path, label = spec, spec
@@ -223,9 +267,21 @@ local function include_block(el)
   else
     lines = strip_markers(lines)
   end
+  if range and spec:match("^linux:") then
+    -- A line range of the kernel tree moves with every point release: it
+    -- must name a text its first lines hold, and the build fails when the
+    -- installed tree no longer has it there.
+    local expect = el.attributes.expect
+    if not expect then fail(where .. ": lines=\"" .. range .. "\" needs expect=\"TEXT\" (a text the range's first line holds)") end
+    if not (lines[1] or ""):find(expect, 1, true) then
+      fail(where .. ": lines " .. range .. " of Linux " .. linux_version .. " no longer start with '" .. expect .. "'")
+    end
+  end
+  lines = excerpt(lines, el.attributes.from, el.attributes.to, fn ~= nil, where)
   if #lines == 0 then fail(where .. ": " .. (what or "file") .. " is empty") end
   el.text = table.concat(lines, "\n")
-  for _, k in ipairs({ "include", "region", "function", "define", "lines" }) do
+  if el.attributes.from or el.attributes.to then what = (what or "file") .. ", excerpt" end
+  for _, k in ipairs({ "include", "region", "function", "define", "lines", "expect", "from", "to" }) do
     el.attributes[k] = nil
   end
   local caption = pandoc.Para({ pandoc.Code(label), pandoc.Str(what and (", " .. what) or "") })
@@ -324,6 +380,66 @@ local function Div(div)
   return nil
 end
 
+-- []{.kver}: the version of the kernel tree the book was built against
+-- (the one the lab kernel is built from), so the prose never names a point
+-- release the reader does not have.
+local function kver_span(sp)
+  if not sp.classes:includes("kver") then return nil end
+  linux_root()
+  return pandoc.Str(linux_version)
+end
+
+-- ::: {.lab-answer lab="NN" todo="N"} wraps a listing whose code is what a
+-- lab asks the student to write. Its ::: {.for-students} div says what the
+-- student needs instead (the rule, the invariant, the steps). The full book
+-- shows the listing and drops the .for-students text; the students' book
+-- (a students' copy, which has labs/tools/exercises.txt, or
+-- MMLOCKS_STUDENT=1) shows only the .for-students text and where the lab
+-- asks for the code.
+local function student_book()
+  local e = os.getenv("MMLOCKS_STUDENT")
+  if e and e ~= "" then return e ~= "0" end
+  return exists("labs/tools/exercises.txt")
+end
+
+local function lab_slug(nn)
+  local p = io.popen("ls -d labs/" .. nn .. "-* 2>/dev/null")
+  local d = p and p:read("l")
+  if p then p:close() end
+  return d
+end
+
+local function lab_answer(div)
+  if not div.classes:includes("lab-answer") then return nil end
+  local nn = div.attributes.lab or ""
+  if not nn:match("^%d%d$") then fail("a .lab-answer div needs lab=\"NN\" (two digits)") end
+  local dir = lab_slug(nn)
+  if not dir then fail(".lab-answer: no lab labs/" .. nn .. "-*") end
+  local for_students, rest = nil, {}
+  for _, b in ipairs(div.content) do
+    if b.t == "Div" and b.classes:includes("for-students") then
+      if for_students then fail(".lab-answer for " .. dir .. ": more than one .for-students div") end
+      for_students = b
+    else
+      rest[#rest + 1] = b
+    end
+  end
+  if not for_students or #for_students.content == 0 then
+    fail(".lab-answer for " .. dir .. ": it needs a non-empty ::: {.for-students} div (what the student needs to write it)")
+  end
+  if not student_book() then
+    return pandoc.Div(rest, pandoc.Attr("", { "lab-answer" }, { lab = nn }))
+  end
+  local todo = div.attributes.todo
+  local where = "Lab " .. nn .. (todo and (", TODO " .. todo) or "") .. " asks you to write this code ("
+  local ptr = pandoc.Para({ pandoc.Strong({ pandoc.Str("Your turn.") }), pandoc.Space(),
+                            pandoc.Str(where), pandoc.Code(dir .. "/handout.md"),
+                            pandoc.Str("); the listing is in the instructors' edition.") })
+  local out = { ptr }
+  for _, b in ipairs(for_students.content) do out[#out + 1] = b end
+  return pandoc.Div(out, pandoc.Attr("", { "lab-answer-student" }, { lab = nn }))
+end
+
 local function CodeBlock(el)
   if el.attributes.include then return include_block(el) end
   return nil
@@ -407,6 +523,7 @@ end
 
 return {
   { Pandoc = Pandoc },
+  { Div = lab_answer, Span = kver_span },
   { Div = refs.refs_div },
   { Div = reader.aside },
   { CodeBlock = CodeBlock, Image = Image, Div = Div, Span = refs.span },

@@ -4,7 +4,8 @@
 Further reading; main text within its word budget, boxes within their share,
 a short "What our runs showed" with few run IDs, narrow tables; and, when the
 built book is there, a table of contents without stray attributes and a PDF
-within its page budget.
+within its page budget; and no function or region printed whole twice
+in the book.
 
 Words are counted the way a reader meets them: prose outside code fences,
 HTML comments and pandoc attribute blocks; `.aside` and `.quiz` divs are
@@ -212,6 +213,38 @@ def check_built(problems, html_path, pdf_path):
     return notes
 
 
+INCLUDE = re.compile(r"^\s*```+\s*\{([^}]*\binclude=\"[^\"]+\"[^}]*)\}")
+
+
+def attr(spec, name):
+    m = re.search(r"\b" + name + r'="([^"]*)"', spec)
+    return m.group(1) if m else None
+
+
+def check_whole_listings(files, problems):
+    """A function or region is printed whole at most once in the book: a
+    second listing of it shows an excerpt (from=/to=) or points back."""
+    seen = {}
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                spec = m.group(1)
+                if attr(spec, "from") or attr(spec, "to") or attr(spec, "lines"):
+                    continue
+                what = attr(spec, "function") or attr(spec, "region")
+                if not what:
+                    continue
+                key = (attr(spec, "include"), what)
+                if key in seen:
+                    problems.append(f"{os.path.basename(f)}:{n}: {what} from {key[0]} is printed whole a second time "
+                                    f"(first at {seen[key]}); show an excerpt (from=/to=) or refer back")
+                else:
+                    seen[key] = f"{os.path.basename(f)}:{n}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -237,6 +270,8 @@ def main():
             print(f"{os.path.basename(f)[:28]:28} {c.main:5} {c.aside:5} {c.quiz:5} {share:5.0f} {c.runs_words:5} "
                   f"{len(c.run_ids):3} {c.quizzes:4}")
         check_chapter(c, problems)
+    if not args.files:
+        check_whole_listings(sorted(glob.glob("chapters/0[0-9]-*.md")), problems)
     notes = check_built(problems, "build/book.html", "build/book.pdf") if args.built else []
     for p in problems:
         print("  FAIL " + p)

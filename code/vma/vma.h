@@ -89,6 +89,7 @@ struct vm_area_struct {
 	struct mm_struct *vm_mm;
 	vm_flags_t vm_flags;
 	const struct vm_operations_struct *vm_ops;
+	/* region: vma-lock-vma-fields */
 	/* Removed from the mm's tree; unstable RCU readers may read it. */
 	bool detached;
 	/*
@@ -98,6 +99,7 @@ struct vm_area_struct {
 	 */
 	unsigned int vm_lock_seq;
 	struct vma_lock *vm_lock;
+	/* endregion: vma-lock-vma-fields */
 	struct rcu_head vm_rcu;		/* vm_area_free() */
 	bool anon_vma;			/* 6.12: struct anon_vma * */
 	int vm_mod;			/* model only: a writer is changing it */
@@ -159,11 +161,13 @@ typedef void (*vma_hook_fn)(struct mm_struct *mm, enum vma_hook_point point,
 struct mm_struct {
 	struct vma_tree *mm_mt;		/* rcu_publish()/rcu_access() */
 	struct rw_semaphore mmap_lock;
+	/* region: vma-lock-mm-seq */
 	/*
 	 * Bumped at mmap_write_lock() and mmap_write_unlock(): odd while
 	 * write-locked. Released (RELEASE) at unlock, read with ACQUIRE.
 	 */
 	seqcount_t mm_lock_seq;
+	/* endregion: vma-lock-mm-seq */
 	int map_count;
 	pthread_mutex_t page_table_lock; /* serialises anon_vma setup */
 	struct page **pte;		/* model page table: NULL = not present */

@@ -35,7 +35,7 @@ deps: ## install missing Debian packages (apt-get; root or sudo)
 	@scripts/deps.sh
 
 # ---------------------------------------------------------------- the book
-book: build/book.html build/book.epub build/book.pdf build/site/index.html ## build/book.html (single file), book.epub, book.pdf and the website build/site/
+book: build/book.html build/book.epub build/book.pdf build/site/index.html ## build/book.html (single file), book.epub, book.pdf and the website build/site/ (RESULTS=DIR or fixture: the run the results boxes show)
 	@echo "book: build/book.html build/book.epub build/book.pdf build/site/index.html"
 
 build/diagrams/%.svg: diagrams/%.dot
@@ -47,15 +47,40 @@ plots: ## the models' plots (gnuplot SVGs in build/plots/)
 	  if grep -q '^plots:' $$d/Makefile; then $(MAKE) --no-print-directory -C $$d plots || exit 1; fi; \
 	done
 
+# The run the chapters' results boxes show: RESULTS=DIR, a run directory,
+# default results/latest (make reproduce points it at the newest run).
+# RESULTS=fixture is the committed test fixture (scripts/book/fixtures/
+# results: realistic and worst-case results, summarized into
+# build/test-results/fixture), which make test uses when there is no
+# results/latest. The filter and the site read MMLOCKS_RESULTS.
+RESULTS ?= results/latest
+FIXTURE := scripts/book/fixtures/results
+FIXTURE_RUN := build/test-results/fixture
+RESULTS_DIR := $(if $(filter fixture,$(RESULTS)),$(FIXTURE_RUN),$(RESULTS))
+export MMLOCKS_RESULTS := $(RESULTS_DIR)
+
 # What the book reads: the tracked sources (chapters, listings from code/ and
-# labs/, reference runs, the filters), results/latest (the results boxes;
-# a new run re-points the link, so the link itself is a prerequisite too)
-# and the models' plots. The pristine 6.12 tree never changes for a given
-# kernel version. A file make cannot see (an untracked new listing source)
-# needs `git add` first, or `make -B book`.
+# labs/ with summarize.py, reference runs, the filters), the results run (its
+# files; build/results-source changes when RESULTS names another run or a
+# new run re-points results/latest) and the models' plots. The pristine 6.12
+# tree never changes for a given kernel version. A file make cannot see (an
+# untracked new listing source) needs `git add` first, or `make -B book`.
 BOOK_INPUTS := $(wildcard $(shell git ls-files book.md chapters diagrams scripts/book code labs reference 2>/dev/null || \
 	find book.md chapters diagrams scripts/book code labs reference -type f)) \
-	$(wildcard results/latest results/latest/*.md build/plots/*.svg)
+	$(wildcard $(addprefix $(RESULTS_DIR)/,*.jsonl *.json *.md *.svg) build/plots/*.svg) build/results-source \
+	$(if $(filter $(FIXTURE_RUN),$(RESULTS_DIR)),$(FIXTURE_RUN)/summary.md)
+
+# Rewritten only when it would change, so an unchanged run rebuilds nothing.
+build/results-source: FORCE
+	@mkdir -p $(@D) && s="$(RESULTS_DIR) -> $$(readlink $(RESULTS_DIR) || true)" && \
+	{ [ "$$(cat $@ 2>/dev/null)" = "$$s" ] || echo "$$s" >$@; }
+.PHONY: FORCE
+
+# The fixture as make reproduce leaves a run: summarize.py writes summary.md,
+# each experiment's record and plot from the committed JSON lines.
+$(FIXTURE_RUN)/summary.md: $(wildcard $(FIXTURE)/*.jsonl $(FIXTURE)/*.json) labs/kernel/summarize.py
+	@rm -rf $(@D) && mkdir -p $(@D) && cp $(FIXTURE)/*.jsonl $(FIXTURE)/*.json $(@D)/ && \
+	labs/kernel/summarize.py $(@D) >/dev/null
 # The chapters' races, drawn from the schedule explorer's own output: the
 # first failing schedule of each chapter's broken variant (make explore).
 EXPLORE_FIGS := $(patsubst %,build/explore/%.svg,rwsem-steal vma-norecheck uprobe-noretry thp-unlocked-drop)
@@ -84,7 +109,7 @@ build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 # (lunr, Debian's libjs-lunr) is built here and shipped as a script, so the
 # site works from file:// and from any static server.
 LUNR_JS ?= /usr/share/javascript/lunr/lunr.js
-build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(wildcard results/latest/*.svg) | plots
+build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@command -v node >/dev/null && [ -f $(LUNR_JS) ] || { echo "make book: the site's search needs node and $(LUNR_JS) (make deps)" >&2; exit 2; }
 	@mkdir -p build/site-src
 	@src=$$(labs/kernel/linux-source.sh) && \

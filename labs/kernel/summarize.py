@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Turn one `make reproduce` run directory into Markdown: summary.md (one row
-per summary record, PASS/FAIL) and <experiment>.md fragments for the book."""
+per summary record, PASS/FAIL), each experiment's record <experiment>.md,
+and (--box) the results box the book shows for one experiment."""
 
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 
 USAGE = """usage: summarize.py [--print] RUNDIR
+       summarize.py --box EXPERIMENT RUNDIR [--counters "NAME..."]
 
 Reads RUNDIR/<experiment>.jsonl (the guest's results port: JSON lines framed
 by begin/end records; other lines are ignored and counted), RUNDIR/meta.json
@@ -18,13 +21,24 @@ by begin/end records; other lines are ignored and counted), RUNDIR/meta.json
 accelerator, kernel release) or else RUNDIR/<experiment>.meta.json, and writes
   RUNDIR/summary.md        experiment, published figure and source, our
                            before/after/ratio, goal, PASS/FAIL
-  RUNDIR/<experiment>.md   the same rows for one experiment, with the guest
-                           size, accelerator, kernel release and date
+  RUNDIR/<experiment>.md   the run's record of one experiment: the same
+                           rows, the guest size, accelerator, kernel
+                           release and date, every other figure and table
 An experiment without a summary record gets a "no result" row and FAILs; so
 does one that crashed, timed out or exited non-zero.
 
   --print   also print summary.md on stdout
   --help    this text
+
+--box prints, and writes nothing, the results box the book shows for one
+experiment of RUNDIR (mmlocks.lua calls it for each ::: {.results} block):
+the run and its guest, one row per metric (before, after, ratio, verdict
+and goal; numbers to 3 significant figures in a readable unit), the kernel
+counters per setting that show the switch acted, the plot, and where the
+run's full record is. Exit 3 when RUNDIR has no trace of EXPERIMENT.
+--counters names the counters to show (table columns or summary keys, as
+in the record); without it, every integer column or before/after pair
+named like a kernel counter (a name_with_underscores).
 """
 
 
@@ -369,6 +383,271 @@ def env_line(e, meta, vcpus=None):
     return s
 
 
+# ------------------------------------------------------------ the book's box
+# The results box a chapter shows (--box): what a reader scans at the end of
+# a chapter. The run's record (<experiment>.md above) keeps everything else.
+
+NBSP = "\u00a0"
+TIME_UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+# A name_with_underscores is the kernel's (a lock event, a vmstat item, one
+# of the patches' counters: the guest programs keep the kernel's names); a
+# spread, a rate or a setting is not a counter.
+IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?:\(\))?")
+NOT_COUNTER = re.compile(r"(?:^|[ _,])(?:min|max|median|mean|avg|p\d+|pct|spread|ratio|per|"
+                         r"us|ns|ms|s|runs|repetitions|threads?|slots|rep)(?=$|[ _,])")
+SIDE = re.compile(r"(?:^|_)(before|after|baseline|switch_?[01]|pos[01])(?=_|$)")
+SIDE_ORDER = ("before", "switch 0", "after", "switch 1", "baseline")
+MAX_SETTINGS = 6        # a per-setting table with more rows is not a box's
+MAX_COUNTERS = 12
+
+
+def _sig3(v):
+    """v to 3 significant figures (all the digits of a number below 1000)."""
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a < 1:
+        return "%.3g" % v
+    s = "%.0f" % v if a >= 99.95 else "%.1f" % v if a >= 9.995 else "%.2f" % v
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def _pick(a, steps):
+    """The largest (factor, name) of steps (ascending) that a reaches once
+    rounded to 3 figures, so 999.7 us is 1 ms and not 1000 us."""
+    pick = steps[0]
+    for f, name in steps:
+        if a >= f * 0.9995:
+            pick = (f, name)
+    return pick
+
+
+def compact(x, unit=""):
+    """A number as a reader scans it: 3 significant figures, a time in the
+    unit that keeps it below 1000, a count of 10000 or more in k, M, G;
+    a non-breaking space before the unit so a line never splits it."""
+    if x is None:
+        return "\u2014"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if not isinstance(x, (int, float)) or x != x or abs(x) == float("inf"):
+        return str(x)
+    u = (unit or "").strip()
+    if u in TIME_UNITS:
+        ns = x * TIME_UNITS[u]
+        f, name = _pick(abs(ns), ((1.0, "ns"), (1e3, "\u00b5s"), (1e6, "ms"), (1e9, "s")))
+        return _sig3(ns / f) + NBSP + name
+    if u == "count":
+        u = ""
+    if abs(x) < 9999.5:	# grouped as the chapters print them: 8,544
+        s = "{:,}".format(int(x)) if isinstance(x, int) or float(x).is_integer() else _sig3(x)
+        s = "{:,}".format(int(s)) if s.lstrip("-").isdigit() else s
+    else:
+        f, name = _pick(abs(x), ((1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")))
+        s = _sig3(x / f) + NBSP + name
+    return s + (NBSP + u if u else "")
+
+
+def ratio_text(r):
+    if isinstance(r, bool) or not isinstance(r, (int, float)):
+        return None if r is None else str(r)
+    if abs(r) < 1000:
+        return ("%.2f" if abs(r) < 10 else "%.1f") % r
+    return compact(r)
+
+
+MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|^~$@#])")
+
+
+def md_text(s):
+    """Plain text as Markdown: punctuation escaped, the kernel's names
+    (name_with_underscores, function()) as code, which the book may break
+    after an underscore."""
+    s = str(s).replace("\n", " ")
+    out, at = [], 0
+    for m in IDENT.finditer(s):
+        out.append(MD_SPECIAL.sub(r"\\\1", s[at:m.start()]))
+        out.append("`" + m.group(0) + "`")
+        at = m.end()
+    out.append(MD_SPECIAL.sub(r"\\\1", s[at:]))
+    return "".join(out)
+
+
+def goal_text(g):
+    g = str(g).replace(">=", "\u2265").replace("<=", "\u2264").replace("+-", "\u00b1")
+    return re.sub(r"(\d)x\b", "\\1\u00d7", g)
+
+
+def is_count(v):
+    return (not isinstance(v, bool) and isinstance(v, (int, float))
+            and float(v).is_integer())
+
+
+def missing(v):
+    return v is None or v == "" or v == "\u2014"
+
+
+def counter_name(name, wanted):
+    if wanted:
+        return name in wanted
+    return bool(IDENT.search(name)) and not NOT_COUNTER.search(name)
+
+
+def table_counters(e, wanted):
+    """The counters of each per-setting table (a text first column, at most
+    MAX_SETTINGS rows): [(first column's name, settings, [(counter, values)])]."""
+    out = []
+    for title, rows in e.tables.items():
+        cols = []
+        for r in rows:
+            cols += [k for k in r if k not in cols]
+        if len(cols) < 2 or not all(isinstance(r.get(cols[0]), str) for r in rows):
+            continue
+        names = [c for c in cols[1:] if counter_name(c, wanted)
+                 and all(missing(r.get(c)) or is_count(r.get(c)) for r in rows)]
+        keep = [r for r in rows if any(not missing(r.get(c)) for c in names)]
+        if names and 1 <= len(keep) <= MAX_SETTINGS:
+            out.append((cols[0], [r[cols[0]] for r in keep],
+                        [(c, [None if missing(r.get(c)) else r.get(c) for r in keep]) for c in names]))
+    return out
+
+
+def pair_counters(e, wanted):
+    """Counters the summary records carry per side (NAME_before/NAME_after,
+    NAME_switch_0/1...): (sides, [(counter, values)]); a counter whose
+    value differs between two records is left to the record."""
+    found, order, clash = {}, [], set()
+    for s in e.summaries:
+        for k, v in s.items():
+            m = SIDE.search(k)
+            if not m:
+                continue
+            base = (k[:m.start()] + k[m.end():]).strip("_")
+            side = re.sub(r"switch_?([01])", r"switch \1", m.group(1))
+            if not base or not counter_name(base, wanted) and not counter_name(k, wanted):
+                continue
+            if not is_count(v):
+                clash.add(base)
+                continue
+            d = found.setdefault(base, {})
+            if base not in order:
+                order.append(base)
+            if side in d and d[side] != v:
+                clash.add(base)
+            d[side] = v
+    names = [b for b in order if b not in clash]
+    sides = [sd for sd in SIDE_ORDER if any(sd in found[b] for b in names)]
+    return sides, [(b, [found[b].get(sd) for sd in sides]) for b in names]
+
+
+def counter_table(corner, heads, rows):
+    t = "| %s | %s |\n|---|%s\n" % (corner, " | ".join(md_text(h) for h in heads), "---:|" * len(heads))
+    for name, vals in rows:
+        t += "| %s | %s |\n" % (md_text(name),
+                                " | ".join(compact(v) for v in vals))
+    return t
+
+
+def box(e, meta, rundir, wanted=None):
+    """The results box of experiment e, in Markdown; the paths it names are
+    rundir's own (results/<run>, not results/latest)."""
+    shown = os.path.relpath(os.path.realpath(rundir))
+    if shown.startswith(".."):
+        shown = os.path.realpath(rundir)
+    out = []
+    rows = rows_of(e)
+    npass = sum(1 for r in rows if r[-1] == "PASS")
+    head = "**%d PASS, %d FAIL**" % (npass, len(rows) - npass) if e.summaries else "**No result**"
+    out.append("%s in run `%s`: %s." % (head, os.path.basename(os.path.realpath(rundir)),
+                                         env_line(e, meta)))
+    if not e.summaries:
+        why = e.problem() or "no result"
+        text = md_text(why[0].upper() + why[1:]) + "."
+        for msg in e.errors[:3]:
+            text += " The guest said: \u201c%s\u201d." % md_text(msg)
+        log = os.path.join(rundir, "console-%s.log" % e.name)
+        if os.path.exists(log):
+            text += " Its console: `%s/console-%s.log`." % (shown, e.name)
+        out.append(text)
+    else:
+        why = e.problem()
+        pairs = [(s.get("before_label") or "", s.get("after_label") or "") for s in e.summaries]
+        common = max(pairs, key=pairs.count)
+        legend = []
+        if common[0] or common[1]:
+            out.append("; ".join(x for x in (
+                "Before: " + md_text(common[0]) if common[0] else "",
+                "after: " + md_text(common[1]) if common[1] else "") if x) + ".")
+        notes = {}
+
+        def mark(label, side, usual):
+            if not label or label == usual:
+                return ""
+            key = (side, label)
+            if key not in notes:
+                notes[key] = len(notes) + 1
+                legend.append("^%d^\u00a0%s: %s" % (notes[key], side, md_text(label)))
+            return "^%d^" % notes[key]
+
+        t = ("| Metric | Before | After | Ratio | Verdict and goal |\n"
+             "|---|--:|--:|--:|---|\n")
+        for s in e.summaries:
+            unit = s.get("unit") or ""
+            lo_b, lo_a = bool(s.get("before_timeouts")), bool(s.get("after_timeouts"))
+            b = ("\u2265" + NBSP if lo_b and s.get("before") is not None else "") + compact(s.get("before"), unit)
+            a = ("\u2265" + NBSP if lo_a and s.get("after") is not None else "") + compact(s.get("after"), unit)
+            b += mark(s.get("before_label"), "before", common[0])
+            a += mark(s.get("after_label"), "after", common[1])
+            r = ratio_text(s.get("ratio"))
+            if r and lo_b and not lo_a:
+                r = "\u2265" + NBSP + r
+            elif r and lo_a:
+                r = "~" + r
+            ok = s.get("pass") is True and why is None
+            v = "**PASS**" if ok else "**FAIL**" + (": " + md_text(why) if why else
+                                                    "" if s.get("pass") is False else ": no verdict")
+            if s.get("goal"):
+                v += " \u2014 " + md_text(goal_text(s["goal"]))
+            t += "| %s | %s | %s | %s | %s |\n" % (md_text(s.get("metric") or "\u2014"), b, a,
+                                                  r + "\u00d7" if r else "\u2014", v)
+        out.append(t.rstrip("\n"))
+        if legend:
+            out.append("\\\n".join(legend))
+        flags = []
+        for key, what in (("switch_acted", "the switch acted"), ("knob_read_back", "the knob read back")):
+            vals = [s[key] for s in e.summaries if isinstance(s.get(key), bool)]
+            if vals:
+                flags.append(what + ": " + ("**yes**" if all(vals) else "**no**"))
+        if flags:
+            out.append("Checked in the guest: " + "; ".join(flags) + ".")
+        n = 0
+        for corner, settings, counters in table_counters(e, wanted):
+            counters = counters[:max(0, MAX_COUNTERS - n)]
+            if not counters:
+                break
+            n += len(counters)
+            # a setting the legend above names is "Before" or "After" here
+            settings = [{common[0]: "Before", common[1]: "After"}.get(x, x) if x else x for x in settings]
+            out.append(counter_table("Counter", settings, counters)
+                       + "\n: Kernel counters per %s" % md_text(corner))
+        if n == 0:
+            sides, counters = pair_counters(e, wanted)
+            if counters:
+                heads = [{"before": "Before", "after": "After", "baseline":
+                          next((s.get("baseline_label") for s in e.summaries if s.get("baseline_label")),
+                               "Baseline")}.get(sd, sd) for sd in sides]
+                out.append(counter_table("Counter", heads, counters[:MAX_COUNTERS])
+                           + "\n: Kernel counters, before and after")
+        svg = os.path.join(rundir, e.name + ".svg")
+        if os.path.exists(svg):
+            s = next((s for s in e.summaries if any(k.endswith("_before") and isinstance(v, list)
+                                                   for k, v in s.items())), e.summaries[0])
+            out.append("![%s: each run or scan, before and after.](%s/%s.svg)" % (
+                md_text(s.get("metric") or e.name), shown, e.name))
+    out.append("Every figure of this run, with the spreads and the full tables: `%s/%s.md`." % (shown, e.name))
+    return "\n\n".join(out) + "\n"
+
+
 HEAD = ("| Experiment | Metric | Published (source) | Before | After | Ratio "
         "| Goal | Result |\n|---|---|---|---|---|---|---|---|\n")
 FRAG_HEAD = ("| Metric | Published (source) | Before | After | Ratio | Goal "
@@ -389,9 +668,18 @@ def main(argv):
         return 0
     do_print = False
     rest = []
-    for a in args:
+    box_of = wanted = None
+    while args:
+        a = args.pop(0)
         if a == "--print":
             do_print = True
+        elif a in ("--box", "--counters"):
+            if not args:
+                usage_error("%s needs a value" % a)
+            if a == "--box":
+                box_of = args.pop(0)
+            else:
+                wanted = args.pop(0).split()
         elif a.startswith("-"):
             usage_error("unknown option '%s'" % a)
         else:
@@ -399,6 +687,8 @@ def main(argv):
     if len(rest) != 1:
         usage_error("need exactly one RUNDIR")
     rundir = rest[0]
+    if box_of is not None and not os.path.isdir(rundir):
+        return 3
     if not os.path.isdir(rundir):
         usage_error("'%s' is not a directory" % rundir)
     meta = {}
@@ -410,6 +700,14 @@ def main(argv):
         except (OSError, ValueError) as err:
             sys.stderr.write("summarize.py: ignoring unreadable %s: %s\n" % (mp, err))
     exps = collect(rundir, meta)
+    if box_of is not None:
+        e = next((x for x in exps if x.name == box_of), None)
+        if e is None:
+            return 3
+        sys.stdout.write(box(e, meta, rundir, wanted))
+        return 0
+    if wanted is not None:
+        usage_error("--counters goes with --box")
     if not exps:
         sys.stderr.write("summarize.py: no experiments in %s (no *.jsonl, no meta.json)\n" % rundir)
         return 1

@@ -9,10 +9,12 @@
 --     Marker lines are never shown. Anything missing fails the build.
 --  3. Images of diagrams/X.dot become build/diagrams/X.svg (rendered by make);
 --     other local images must exist.
---  4. ::: {.results experiment="NAME"} is replaced by results/latest/NAME.md
---     when that file exists (the reader's own measurement); reference="RUN"
---     (checked here) is the run the site's "Measured on this machine" page
---     shows beside it.
+--  4. ::: {.results experiment="NAME"} is replaced by the box summarize.py
+--     --box makes from the reader's own run (results/latest, or the run
+--     directory MMLOCKS_RESULTS names) when that run has NAME: verdicts,
+--     the kernel counters (counters="A B" picks them), the plot; the run's
+--     record keeps the rest. reference="RUN" (checked here) is the run the
+--     site's "Measured on this machine" page shows beside it.
 --  5. Measured numbers by reference (refs.lua): []{.ref ...} spans,
 --     ::: {.refs} defaults, ::: {.reftable} tables, and an appendix
 --     "Reference runs" listing every run the document quotes.
@@ -30,6 +32,7 @@
 
 local refs = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "refs.lua")
 local reader = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "reader.lua")
+local json = dofile((PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "json.lua")
 
 local function fail(msg)
   io.stderr:write("book: error: " .. msg .. "\n")
@@ -353,16 +356,62 @@ local function Figure(para)
   }
 end
 
+-- The run a results box shows: MMLOCKS_RESULTS (a run directory; make
+-- test's fixture is build/test-results/fixture), else results/latest.
+local SUMMARIZE = (PANDOC_SCRIPT_FILE:gsub("[^/]*$", "")) .. "../../labs/kernel/summarize.py"
+local function results_dir()
+  local d = os.getenv("MMLOCKS_RESULTS")
+  return (d and d ~= "") and d or "results/latest"
+end
+
+-- The box for experiment exp of run dir, as summarize.py --box writes it
+-- (from the run's JSON lines, so a run from before a change to the box
+-- shows in the new form), or nil when the run has no trace of exp.
+local function results_box(exp, dir, counters)
+  local args = { SUMMARIZE, "--box", exp, dir }
+  if counters then args[#args + 1] = "--counters"; args[#args + 1] = counters end
+  local ok, out = pcall(pandoc.pipe, "python3", args, "")
+  if not ok then
+    if type(out) == "table" and out.error_code == 3 then return nil end
+    fail("summarize.py --box " .. exp .. " " .. dir .. " failed: " .. tostring(out))
+  end
+  return pandoc.read(out, "markdown").blocks
+end
+
+-- In a results box a kernel name (code) may break after an underscore and
+-- nowhere else, so a narrow column wraps names, never a number. Its tables
+-- are laid out by their contents (numbers never wrap: book.css), not by
+-- pandoc's widths from the Markdown's dashes; the first holds the verdicts
+-- (table.results-rows), the others the counters (table.results-counters).
+local function box_layout(blocks)
+  local html = FORMAT:match("^html") or FORMAT:match("^epub")
+  local n = 0
+  return pandoc.walk_block(pandoc.Div(blocks), {
+    Code = html and function(c)
+      local t = c.text:gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub("_", "_<wbr/>")
+      return pandoc.RawInline("html", "<code>" .. t .. "</code>")
+    end or nil,
+    Table = function(t)
+      n = n + 1
+      for i, cs in ipairs(t.colspecs) do t.colspecs[i] = { cs[1], pandoc.ColWidthDefault } end
+      t.classes:insert(n == 1 and "results-rows" or "results-counters")
+      return t
+    end,
+  }).content
+end
+
 local function Div(div)
   if div.classes:includes("results") then
     local exp = div.attributes.experiment
     if not exp then fail("a .results block needs experiment=\"NAME\"") end
-    local path = "results/latest/" .. exp .. ".md"
-    local text = read_file(path)
+    local dir = results_dir()
+    local blocks = results_box(exp, dir, div.attributes.counters)
     local own
-    if text then
-      local doc = pandoc.read(text, "markdown")
-      own = pandoc.Div(doc.blocks, pandoc.Attr("", { "results", "measured" }))
+    if blocks then
+      local classes = { "results", "measured" }
+      local meta = json.decode(read_file(dir .. "/meta.json") or "")
+      if type(meta) == "table" and meta.fixture then classes[#classes + 1] = "fixture" end
+      own = pandoc.Div(box_layout(blocks), pandoc.Attr("", classes))
     else
       own = pandoc.Div(div.content, pandoc.Attr("", { "results", "not-measured" }))
     end

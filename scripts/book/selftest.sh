@@ -125,6 +125,49 @@ check "missing reference box" fail "reference run 'R7' of experiment 'demo' not 
 x
 :::'
 
+# ---- results boxes (summarize.py --box) from a run: MMLOCKS_RESULTS=DIR
+fx=$PWD/scripts/book/fixtures/results
+mkdir -p "$tmp/run" && cp "$fx"/*.jsonl "$fx"/*.json "$tmp/run/"
+export MMLOCKS_RESULTS=$tmp/run
+check "results box"        ok   "**PASS**" '::: {.results experiment="rwsem-steal"}
+not measured
+:::'
+check "results box compact" ok  "11.6${NB}M" '::: {.results experiment="rwsem-steal"}
+not measured
+:::'
+check "results box no result" ok "**No result**" '::: {.results experiment="uprobe-speculation"}
+not measured
+:::'
+check "results box FAIL why" ok "**FAIL**: timed out (QEMU killed)" '::: {.results experiment="deferred-split"}
+not measured
+:::'
+check "results box counters" ok "\`smaps_rollup_vma_locked\`" '::: {.results experiment="smaps-rollup"}
+not measured
+:::'
+check "results box picked"  ok  "rwsem_rlock_nosteal" '::: {.results experiment="smaps-rollup" counters="rwsem_rlock_nosteal"}
+not measured
+:::'
+if grep -q smaps_rollup_vma_locked <(cd "$tmp" && pandoc book.md --lua-filter "$filter" -t markdown 2>&1); then
+  echo "  FAIL results box picked: counters= did not limit the counters"; fail=$((fail + 1))
+fi
+check "results box not run" ok  "not measured" '::: {.results experiment="no-such-experiment"}
+not measured
+:::'
+MMLOCKS_RESULTS=$tmp/nowhere
+check "results, no run"    ok   "not measured" '::: {.results experiment="rwsem-steal"}
+not measured
+:::'
+unset MMLOCKS_RESULTS
+# The fixture holds every experiment a chapter boxes, and its boxes print
+# no number of 6 digits or more (outside code: run names, paths).
+missing=$(grep -ho '{\.results experiment="[^"]*"' chapters/*.md | sed 's/.*="//; s/"$//' | sort -u |
+  while read -r e; do [ -f "$fx/$e.jsonl" ] || echo "$e"; done)
+long=$(for f in "$fx"/*.jsonl; do
+  e=$(basename "$f" .jsonl); labs/kernel/summarize.py --box "$e" "$tmp/run" | sed 's/`[^`]*`//g' | grep -oE '[0-9][0-9,]{5,}' | sed "s/^/$e: /"
+done)
+if [ -z "$missing$long" ]; then echo "  ok   fixture: every boxed experiment, numbers compact"; pass=$((pass + 1))
+else echo "  FAIL fixture: not in $fx: ${missing:-none}; long numbers: ${long:-none}"; fail=$((fail + 1)); fi
+
 # ---- the reader's apparatus (reader.lua): asides, quick quizzes, glossary
 check "aside labelled"     ok   "Model vs kernel" '::: {.aside kind="Model vs kernel"}
 Inside.

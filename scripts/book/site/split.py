@@ -64,7 +64,7 @@ def parse_sections(body):
 def text_of(fragment):
     t = re.sub(r'<span class="header-section-number">[^<]*</span>|<a class="site-anchor"[^>]*>#</a>',
                "", fragment)
-    t = re.sub(r"</?(?:span|a|code|em|strong|b|i|mark|sup|sub|abbr|kbd|var|q|small)\b[^>]*>", "", t)
+    t = re.sub(r"</?(?:span|a|code|em|strong|b|i|mark|sup|sub|abbr|kbd|var|q|small|wbr)\b[^>]*>", "", t)
     t = re.sub(r"<[^>]+>", " ", t)
     return re.sub(r"\s+", " ", html.unescape(t)).strip()
 
@@ -91,9 +91,10 @@ def esc(s):
     return html.escape(s, quote=True)
 
 
-def pandoc_md(path):
-    r = subprocess.run(["pandoc", "--from", "markdown", "--to", "html5", path],
-                       capture_output=True, text=True)
+def pandoc_md(path, text=None):
+    """path's Markdown (or text, named path in errors) as HTML."""
+    r = subprocess.run(["pandoc", "--from", "markdown", "--to", "html5"] + ([] if text is not None else [path]),
+                       input=text, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"site: pandoc failed on {path}: {r.stderr.strip()}")
     return r.stdout
@@ -173,21 +174,34 @@ def verdict(r):
 
 
 def measured_page(out, results, copied, chapter_of):
-    latest = os.path.join(TOP, "results", "latest")
+    shown = os.environ.get("MMLOCKS_RESULTS") or "results/latest"	# the book's results boxes' run
+    latest = os.path.join(TOP, shown)
     have = os.path.isdir(latest)
     run = os.path.basename(os.path.realpath(latest)) if have else None
+    fixture = None
+    if have:
+        try:
+            fixture = json.load(open(os.path.join(latest, "meta.json"))).get("fixture")
+        except (OSError, ValueError, AttributeError):
+            pass
     parts = ['<section id="measured" class="level1 unnumbered">',
              '<h1 class="unnumbered">Measured on this machine</h1>']
+    if have and fixture:
+        parts.append(f'<div class="site-howto"><p><strong>Test data, not a measurement.</strong> '
+                     f"This site was built with <code>{esc(shown)}</code>: {esc(str(fixture))} "
+                     "<code>make reproduce</code>, then <code>make book</code>, puts your own run "
+                     "here.</p></div>")
     if have:
-        parts.append(f"<p>Your own run, <code>results/latest</code> (run <code>{esc(run)}</code>), "
+        parts.append(f"<p>{'The test run' if fixture else 'Your own run'}, <code>{esc(shown)}</code> "
+                     f"(run <code>{esc(run)}</code>), "
                      "beside the committed reference run each chapter quotes. The ratios are what "
                      "to compare: under QEMU without hardware virtualisation the absolute times "
                      "depend on the host.</p>")
         summ = os.path.join(latest, "summary.md")
         if os.path.isfile(summ):
             parts.append('<section id="m-summary" class="level2 unnumbered">'
-                         '<h2 class="unnumbered">Summary of your run</h2>'
-                         '<p class="site-source"><code>results/latest/summary.md</code></p>'
+                         f'<h2 class="unnumbered">Summary of {"the test run" if fixture else "your run"}</h2>'
+                         f'<p class="site-source"><code>{esc(shown)}/summary.md</code></p>'
                          + pandoc_md(summ) + "</section>")
     else:
         parts.append('<div class="site-howto"><p><strong>Nothing has been measured on this machine '
@@ -239,8 +253,12 @@ def measured_page(out, results, copied, chapter_of):
                 parts.append(f'<figure><img src="{esc(src)}" alt="{esc(exp)}: {esc(who)}"></figure>')
             if text:
                 parts.append(f"<details><summary>Every row and its details "
-                             f"(<code>{esc(os.path.relpath(d, TOP))}/{esc(exp)}.md</code>)</summary>"
-                             + pandoc_md(os.path.join(d, exp + ".md")) + "</details>")
+                             f"(<code>{esc(os.path.relpath(os.path.realpath(d), TOP))}/{esc(exp)}.md</code>)</summary>"
+                             # the record names its plot as results/latest/EXP.svg (where
+                             # make reproduce left it); this run's own is beside the record
+                             + pandoc_md(os.path.join(d, exp + ".md"), text.replace(
+                                 f"results/latest/{exp}.svg", os.path.relpath(os.path.join(d, exp + ".svg"), TOP)))
+                             + "</details>")
             elif who == "This machine":
                 parts.append(f"<p>Not measured yet: <code>labs/kernel/reproduce.sh --only {esc(exp)}</code>"
                              " (or <code>make reproduce</code>), then <code>make book</code>.</p>")
@@ -313,7 +331,7 @@ def main(argv):
         for m in re.finditer(r'\sid="([^"]+)"', p.html):
             where.setdefault(html.unescape(m.group(1)), p)
     results = chapter_results()
-    box = re.compile(r'<div class="results (?:measured|not-measured)">')
+    box = re.compile(r'<div class="results (?:measured|not-measured)[^"]*">')
     chapter_of = {}
     k = 0
     for p in pages:

@@ -29,6 +29,7 @@ help: ## list the targets
 	@echo "Variables: VCPUS=N MEM=SIZE (guest size), GUEST=0 (make test without QEMU),"
 	@echo "           LAB=NN or NN-slug, SRC=dir (grade/bench one lab with your sources),"
 	@echo "           ARGS='...' (bench options), TODO=N DST=dir (skeletons),"
+	@echo "           RESULTS=dir|fixture (the run the book's results boxes show, default results/latest),"
 	@echo "           MMLOCKS_CACHE=dir (kernel source and build cache, default ~/.cache/mmlocks)"
 
 deps: ## install missing Debian packages (apt-get; root or sudo)

@@ -37,8 +37,8 @@ and goal; numbers to 3 significant figures in a readable unit), the kernel
 counters per setting that show the switch acted, the plot, and where the
 run's full record is. Exit 3 when RUNDIR has no trace of EXPERIMENT.
 --counters names the counters to show (table columns or summary keys, as
-in the record); without it, every integer column or before/after pair
-named like a kernel counter (a name_with_underscores).
+in the record, a space written as _); without it, every integer column or
+before/after pair named like a kernel counter (a name_with_underscores).
 """
 
 
@@ -488,8 +488,8 @@ def missing(v):
 
 
 def counter_name(name, wanted):
-    if wanted:
-        return name in wanted
+    if wanted:	# --counters "declined_steals ...": a space in a name is written _
+        return name.replace(" ", "_") in wanted
     return bool(IDENT.search(name)) and not NOT_COUNTER.search(name)
 
 
@@ -679,7 +679,7 @@ def main(argv):
             if a == "--box":
                 box_of = args.pop(0)
             else:
-                wanted = args.pop(0).split()
+                wanted = {w.replace(" ", "_") for w in args.pop(0).split()}
         elif a.startswith("-"):
             usage_error("unknown option '%s'" % a)
         else:

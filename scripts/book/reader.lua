@@ -15,6 +15,7 @@ local M = {}
 local KINDS = {
   ["Model vs kernel"] = true, ["Provenance"] = true,
   ["Newer kernels"] = true, ["Port details"] = true,
+  ["Kernel detail"] = true,
 }
 
 local function fail(msg)
@@ -33,7 +34,7 @@ function M.aside(div)
   local kind = div.attributes.kind
   if not kind or not KINDS[kind] then
     local where = div.attributes.src and (div.attributes.src .. ": ") or ""
-    fail(where .. "an .aside needs kind= one of \"Model vs kernel\", \"Provenance\", \"Newer kernels\", \"Port details\" (got "
+    fail(where .. "an .aside needs kind= one of \"Model vs kernel\", \"Provenance\", \"Newer kernels\", \"Port details\", \"Kernel detail\" (got "
          .. tostring(kind) .. ")")
   end
   local label = { pandoc.Span({ pandoc.Str(kind) }, pandoc.Attr("", { "aside-kind" })) }

@@ -15,7 +15,7 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
+	explore-figures skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -27,7 +27,7 @@ help: ## list the targets
 	@echo "mmlocks — make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | column -t -s'|'
 	@echo "Variables: VCPUS=N MEM=SIZE (guest size), GUEST=0 (make test without QEMU),"
-	@echo "           LAB=NN or NN-slug, SRC=dir (grade/bench one lab with your sources),"
+	@echo "           LAB=NN or NN-slug, SRC=dir (grade/bench one lab from another folder than its src/),"
 	@echo "           ARGS='...' (bench options), TODO=N DST=dir (skeletons),"
 	@echo "           RESULTS=dir|fixture (the run the book's results boxes show, default results/latest),"
 	@echo "           MMLOCKS_CACHE=dir (kernel source and build cache, default ~/.cache/mmlocks)"
@@ -43,10 +43,17 @@ build/diagrams/%.svg: diagrams/%.dot
 	@mkdir -p $(@D)
 	dot -Tsvg $< | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@	# no DTD: EPUB 3 forbids it
 
+# A students' copy ships them drawn from the reference solution
+# (diagrams/plots/, written by student-dist): the models' sweeps run the
+# labs' files, and an unwritten lab's would draw nothing useful, or never end.
 plots: ## the models' plots (gnuplot SVGs in build/plots/)
+ifneq ($(wildcard diagrams/plots/*.svg),)
+	@mkdir -p build/plots && cp -p diagrams/plots/*.svg build/plots/
+else
 	@for d in $(CODE_DIRS); do \
 	  if grep -q '^plots:' $$d/Makefile; then $(MAKE) --no-print-directory -C $$d plots || exit 1; fi; \
 	done
+endif
 
 # The run the chapters' results boxes show: RESULTS=DIR, a run directory,
 # default results/latest (make reproduce points it at the newest run).
@@ -84,13 +91,23 @@ $(FIXTURE_RUN)/summary.md: $(wildcard $(FIXTURE)/*.jsonl $(FIXTURE)/*.json) labs
 	labs/kernel/summarize.py $(@D) >/dev/null
 # The chapters' races, drawn from the schedule explorer's own output: the
 # first failing schedule of each chapter's broken variant (make explore).
+# A students' copy ships them drawn from the reference solution
+# (diagrams/explore/, written by student-dist): there the explorer runs the
+# student's files, and a lab not yet written has no such schedule to draw.
 EXPLORE_FIGS := $(patsubst %,build/explore/%.svg,rwsem-steal vma-norecheck uprobe-noretry thp-unlocked-drop)
 EXPLORE_SRCS := $(wildcard code/explore/*.c code/explore/*.h code/rwsem/*.[ch] code/vma/*.[ch] code/thp/*.[ch])
+ifneq ($(wildcard diagrams/explore/*.svg),)
+build/explore/%.svg: diagrams/explore/%.svg
+	@mkdir -p $(@D)
+	@cp $< $@
+else
 build/explore/%.svg: $(EXPLORE_SRCS)
 	@$(MAKE) --no-print-directory -s -C code/explore command
 	@mkdir -p $(@D)
 	@build/code/explore/explore --quiet --dot build/explore/$*.dot $* >/dev/null
 	@dot -Tsvg build/explore/$*.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$@.tmp && mv $@.tmp $@
+endif
+explore-figures: $(EXPLORE_FIGS)
 
 build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 	@mkdir -p $(@D)
@@ -141,6 +158,7 @@ build/book.pdf: build/book.html scripts/book/print.css
 	[ -s $@.tmp ] && mv $@.tmp $@
 
 answers: ## the instructors' answer key: build/answers.html and build/answers.pdf (not in the book, not in student-dist)
+	@[ -x scripts/book/answers.sh ] || { echo "make answers: the answer key is not in the students' copy (your instructor has it)" >&2; exit 2; }
 	@scripts/book/answers.sh
 
 # The answer key's HTML alone (make test builds it; unchanged inputs, no rebuild).
@@ -156,11 +174,11 @@ check-lab = $(if $(LAB),$(if $(LAB_DIR),,$(error LAB=$(LAB): no such lab (labs: 
 code: ## build the userspace models, tests and benchmarks
 	@for d in $(CODE_DIRS); do $(MAKE) --no-print-directory -C $$d all || exit 1; done
 
-labs: ## the labs only: graders (solutions) and skeletons in work/ (no kernel, no QEMU)
-	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -C $$d grader || exit 1; done
-	@$(MAKE) --no-print-directory skeletons
+labs: ## the labs only: every lab's grader, built from its src/ (no kernel, no QEMU)
+	@for d in $(LAB_DIRS); do $(MAKE) --no-print-directory -s -C $$d grader || exit 1; done
+	@echo "labs: $(words $(LAB_DIRS)) graders built from labs/NN-slug/src; make grade LAB=NN grades one"
 
-bench: ## the models' benchmarks; LAB=NN [SRC=dir] [ARGS='...']: one lab's, with your sources
+bench: ## the models' benchmarks; LAB=NN [ARGS='...'] [SRC=dir]: one lab's, built from its src/ (or SRC)
 	$(check-lab)
 ifeq ($(LAB),)
 	@[ -z "$(SRC)" ] || { echo "make bench: SRC= needs LAB=NN (which lab's benchmark?)" >&2; exit 2; }
@@ -172,16 +190,21 @@ endif
 # The schedule explorer (code/explore): every scenario, its verdict
 # against the expected one (a non-zero exit if any differs), and each
 # failing schedule drawn for the book as build/explore/SCENARIO.svg.
+# In a students' copy it runs the student's files: a scenario that runs a
+# lab whose TODO steps are still empty waits for it (labs/tools/lab-status),
+# and the figures go to build/explore/yours/ (the book's stay the shipped ones).
+EXPLORE_OUT := $(if $(wildcard diagrams/explore/*.svg),build/explore/yours,build/explore)
 explore: ## search every scenario's schedules (FOUND/NONE as expected?); figures in build/explore/
 	@$(MAKE) --no-print-directory -C code/explore command
-	@build/code/explore/explore --total
-	@mkdir -p build/explore && for s in $$(build/code/explore/explore --list | awk '/expects FOUND/ {print $$1}'); do \
-	  build/code/explore/explore --quiet --dot build/explore/$$s.dot $$s >/dev/null || exit 1; \
-	  dot -Tsvg build/explore/$$s.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >build/explore/$$s.svg.tmp && \
-	  mv build/explore/$$s.svg.tmp build/explore/$$s.svg || exit 1; \
-	done; echo "explore: figures in build/explore/"
+	@labs/tools/lab-status --explore build/code/explore/explore --total
+	@mkdir -p $(EXPLORE_OUT) && for s in $$(build/code/explore/explore --list | awk '/expects FOUND/ {print $$1}'); do \
+	  build/code/explore/explore --quiet --dot $(EXPLORE_OUT)/$$s.dot $$s >/dev/null || { \
+	    [ -n "$$(labs/tools/lab-status --unfinished)" ] && continue; exit 1; }; \
+	  dot -Tsvg $(EXPLORE_OUT)/$$s.dot | sed -e '/^<!DOCTYPE/{:a;/>/!{N;ba};d}' >$(EXPLORE_OUT)/$$s.svg.tmp && \
+	  mv $(EXPLORE_OUT)/$$s.svg.tmp $(EXPLORE_OUT)/$$s.svg || exit 1; \
+	done; echo "explore: figures in $(EXPLORE_OUT)/"
 
-grade: ## grade the labs: LAB=NN to pick one, SRC=dir for your own sources (else the solution)
+grade: ## grade the labs from their src/ (in a students' copy, your work): LAB=NN to pick one, SRC=dir for another folder
 	$(check-lab)
 	@labs/tools/grade-all $(if $(LAB),--lab $(notdir $(LAB_DIR))) $(if $(SRC),--src $(abspath $(SRC)))
 
@@ -193,13 +216,14 @@ mutate: ## grade every generated mutant of a lab's TODO regions: LAB=NN [ONLY=op
 	@labs/tools/mutate $(notdir $(LAB_DIR)) $(if $(ONLY),--only $(call shq,$(ONLY))) \
 	  $(if $(ONLY),,--report $(LAB_DIR)/mutation-report.md)
 
-# Student work lives outside build/ (make clean never touches it): an
-# existing folder is never overwritten; DST=other gives a fresh skeleton.
-skeletons: ## student skeletons in work/NN-slug/ (LAB=NN, TODO=N keeps steps < N, DST=dir)
+# A lab's src/ with its TODO steps emptied, outside build/ (make clean never
+# touches it), for a "before" measurement (SRC=before/NN-slug): an existing
+# folder is never overwritten; DST=other gives a fresh one.
+skeletons: ## a fresh skeleton of src/ in before/NN-slug/ (LAB=NN, TODO=N keeps steps < N, DST=dir)
 	$(check-lab)
 	@for d in $(or $(LAB_DIR),$(LAB_DIRS)); do \
-	  dst=$(or $(DST),work)/$$(basename $$d); \
-	  if [ -e "$$dst" ]; then echo "skeletons: kept $$dst (it exists: your work?); DST=dir for a fresh one"; \
+	  dst=$(or $(DST),before)/$$(basename $$d); \
+	  if [ -e "$$dst" ]; then echo "skeletons: kept $$dst (it exists); DST=dir for a fresh one"; \
 	  else labs/tools/mkskel --todo $(or $(TODO),1) $$d/src "$$dst" || exit 1; fi; \
 	done
 
@@ -241,7 +265,7 @@ compare-stock: deps ## stock vs patched 6.12, booted alternately: fault_scale pa
 	@labs/kernel/compare-stock.sh
 
 # ------------------------------------------------------------------ tests
-test: deps ## everything CI checks (GUEST=0 skips the QEMU part)
+test: deps ## everything CI checks (GUEST=0 skips the kernel build and QEMU; STEPS=regex picks steps)
 	@GUEST=$(or $(GUEST),1) scripts/test.sh
 
 clean: ## remove build/ (keeps results/ and the kernel cache)

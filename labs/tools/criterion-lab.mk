@@ -18,6 +18,7 @@
 SRC ?= src
 BUILD ?= ../../build/labs/$(LAB)
 CC = gcc
+include ../tools/lab-common.mk
 
 CFLAGS = $(BASE_CFLAGS)
 # A skeleton (TODO regions emptied) may leave names and labels unused.
@@ -64,11 +65,11 @@ grader: $(MODEL_OBJS) $(GRADER_OBJ)
 	$(CC) $(CFLAGS) $(SAN) -o $(BUILD)/grader $(GRADER_OBJ) $(EXERCISE) $(MODEL_OBJS) \
 		$(LIBS) $(CRITERION)
 
-# The solution passes; every mutant in mutants/ is rejected.
+# src/ passes; every mutant in mutants/ is rejected.
 # (make test at the top also runs labs/tools/check-skeletons.)
 test: grader guest-test
 	$(BUILD)/grader --jobs 2
-	./mutants/check-mutants .
+	$(CHECK_MUTANTS)
 
 guest-test:
 ifneq ($(GUEST_TESTS),)
@@ -79,11 +80,11 @@ ifneq ($(GUEST_TESTS),)
 endif
 
 grade: grader
-	@if [ "$(SRC)" = src ]; then echo "grading the reference solution (src/); use SRC=dir for yours"; fi
+	$(call whose-src,grading)
 	@../tools/grade $(LAB) $(BUILD)/grader
 
 mutants:
-	./mutants/check-mutants .
+	../tools/check-mutants .
 
 clean:
 	rm -rf $(BUILD)

@@ -24,7 +24,7 @@ EXERCISE = $(SRC)/$(EXERCISED)
 # One driver binary per source folder, so your work and a fresh skeleton do
 # not overwrite each other's.
 TAG = $(subst /,_,$(patsubst /%,%,$(abspath $(SRC))))
-REFERENCE = $(if $(filter src,$(SRC)),echo "(using the reference solution in src/; SRC=dir for yours)")
+include ../tools/lab-common.mk
 
 .PHONY: all grader test grade model bench drift mutants clean
 
@@ -35,31 +35,33 @@ grader:
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $(BUILD)/grader grader/grader.c $(EXERCISE) $(CORE) $(CRITERION)
 
-# The solution under ASan+UBSan; src/ must match code/khugepaged (less the
-# TODO markers); every mutant in mutants/ (a plausible wrong solution) is
-# rejected. (make test at the top also runs labs/tools/check-skeletons.)
+# src/ under ASan+UBSan; src/ must match code/khugepaged (less the TODO
+# markers: in a students' copy the model's file is a link to src/); every
+# mutant in mutants/ (a plausible wrong solution) is rejected. (make test
+# at the top also runs labs/tools/check-skeletons.)
 test: drift
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) $(SAN) -o $(BUILD)/grader-san grader/grader.c $(EXERCISE) \
 		$(CORE) $(CRITERION)
 	$(BUILD)/grader-san --jobs 2
-	../tools/check-mutants .
+	$(CHECK_MUTANTS)
 
 mutants:
 	../tools/check-mutants .
 
 drift:
-	@sed -E '/^[[:space:]]*\/\* (END )?TODO [0-9]+/d' src/$(EXERCISED) | \
+	@[ -L $(MODEL)/$(EXERCISED) ] || sed -E '/^[[:space:]]*\/\* (END )?TODO [0-9]+/d' src/$(EXERCISED) | \
 		diff -u $(MODEL)/$(EXERCISED) - >/dev/null || \
 		{ echo "src/$(EXERCISED) differs from $(MODEL)/$(EXERCISED) beyond TODO markers"; exit 1; }
 
 grade: grader
-	@$(REFERENCE)
+	$(call whose-src,grading)
 	@../tools/grade $(LAB) $(BUILD)/grader
 
 # Predict-then-measure: the model's driver, running $(SRC)/$(EXERCISED).
 model:
-	@$(REFERENCE)
+	$(call whose-src,the model's driver)
+	$(call other-labs,model)
 	@mkdir -p $(BUILD)/bench/$(TAG)
 	$(CC) $(CFLAGS) -o $(BUILD)/bench/$(TAG)/khugepaged_model $(MODEL)/driver.c $(EXERCISE) $(CORE) -lm
 	@ln -sfn bench/$(TAG)/khugepaged_model $(BUILD)/khugepaged_model	# the last one built

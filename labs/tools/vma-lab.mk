@@ -33,6 +33,8 @@ include ../tools/criterion-lab.mk
 
 # Predict-then-measure: code/vma's benchmark with your files.
 bench:
+	$(call whose-src,the benchmark)
+	$(call other-labs,bench)
 	@mkdir -p $(BUILD)/bench/$(TAG)
 	$(CC) $(CFLAGS) -o $(BUILD)/bench/$(TAG)/$(BENCH) $(VMA)/$(BENCH).c $(EXERCISE) \
 		$(MODEL) $(LIBS) -lm
@@ -40,6 +42,8 @@ bench:
 
 # code/vma's stress test with your files.
 stress:
+	$(call whose-src,the stress test)
+	$(call other-labs,stress)
 	@mkdir -p $(BUILD)/stress/$(TAG)
 	$(CC) $(CFLAGS) $(STRESS_SAN) -o $(BUILD)/stress/$(TAG)/$(STRESS) $(STRESS_SRC) \
 		$(EXERCISE) $(MODEL) $(LIBS)

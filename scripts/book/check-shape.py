@@ -9,7 +9,9 @@ in the book.
 
 Words are counted the way a reader meets them: prose outside code fences,
 HTML comments and pandoc attribute blocks; `.aside` and `.quiz` divs are
-counted apart from the main text.
+counted apart from the main text; a `.for-students` div (the students'
+edition's text in place of a lab's answer listing) is counted in neither,
+as the listing it replaces is not.
 """
 import argparse
 import glob
@@ -123,6 +125,8 @@ class Chapter:
             else:
                 table_start = None
             n = len(words(line))
+            if "for-students" in flat:
+                continue      # the students' edition's stand-in for a listing: neither edition shows both
             if "aside" in flat:
                 self.aside += n
             elif "quiz" in flat:

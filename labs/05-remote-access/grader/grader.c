@@ -1,10 +1,9 @@
 /* grader.c - lab 05 grader: forced orders that tell a right per-VMA access_remote_vm() from wrong ones. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "remote.h"
-#include "stress.h"
+#include "sweep.h"
 
 /*
  * The scenarios (code/vma/tests/remote.c) build one small mm (read its
@@ -165,6 +164,40 @@ Test(lab05, todo1_writer_of_the_held_vma_waits_for_the_read)
 	cr_assert(r.bytes_ok);
 }
 
+/*
+ * The range is checked on the VMA that lock_vma_under_rcu() returned,
+ * under its lock. Here a writer runs inside that lookup, before the lock:
+ * A keeps only its first two pages, a new VMA takes the other two. The
+ * read of [A + 1 page, A + 3 pages) no longer fits in A.
+ */
+static void shrink_a_to_two_pages(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_mprotect(&t->mm, RM_A, PG(2), VM_READ);
+}
+
+Test(lab05, todo1_range_is_checked_on_the_vma_it_locked)
+{
+	static unsigned char buf[PG(2)];
+	struct vtest t;
+	long span;
+	int ret;
+
+	vt_init(&t);
+	vt_map(&t, RM_A, 4, RW, true);
+	vt_act_at(&t, VMA_HOOK_LOOKUP, shrink_a_to_two_pages, 1);
+	ret = access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, PG(2));
+	cr_assert(!t.action_left[VMA_HOOK_LOOKUP], "the read never looked A up under RCU");
+	span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+	vt_fini(&t);
+	cr_assert_eq(ret, PG(2), "read %d bytes, want %lu", ret, PG(2));
+	cr_assert_eq(span, 1, "A shrank to two pages before its lock was taken: the range "
+		     "[A + 1 page, A + 3 pages) no longer fits in the VMA you locked, a "
+		     "fallback_span (= %ld). Check the range on that VMA, under its lock", span);
+	for (int i = 0; i < (int)PG(2); i++)
+		cr_assert_eq(buf[i], page_pattern(RM_A + PG(1) + i), "byte %d is wrong", i);
+}
+
 /* --------------------------------- TODO 2: a page that needs a fault */
 
 Test(lab05, todo2_missing_page_falls_back_to_mmap_lock)
@@ -242,20 +275,20 @@ Test(lab05, todo3_vma_shrunk_while_unlocked_stops_at_the_hole)
 	unlocked(RCHANGE_SHRINK, PG(2), "A's pages 2 and 3 were unmapped");
 }
 
-Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
+/*
+ * Forced schedules (code/vma/tests/sweep.h): 300 rounds, each a per-VMA
+ * read with a writer's change (mmap, munmap, mprotect, VM_IO memory, a
+ * fault) run inside it: in its lookup, its trylock, or where it dropped
+ * the VMA lock at a page it could not copy. The read returns what the VMA
+ * lock served, then 6.12's read of the changed mm from that page on. The
+ * same rounds on every run: the failing one is named.
+ */
+Test(lab05, todo3_forced_schedules_of_remote_reads_and_writers)
 {
-	struct stress_cfg cfg = { .faulters = 1, .writers = 1, .remote = 2,
-				  .ops = 800, .seed = 5 };
-	struct stress_result r;
+	struct sweep_result r;
 
-	/*
-	 * About a second; a VMA lock left held makes the next writer wait for
-	 * ever, so this watchdog fails the test after 5 s (its message
-	 * says 60).
-	 */
-	alarm(5);
-	stress_run(&cfg, &r);
-	cr_assert(r.ok, "%s", r.why);
+	scn_sweep_remote(5, 300, &r);
+	cr_assert(r.s.ok, "%s", r.s.why);
 }
 
 /*

@@ -185,6 +185,38 @@ static unsigned long sw_stray_page(struct mm_struct *mm)
 }
 
 /*
+ * The start of a VMA the test's thread still holds read-locked, 1 for
+ * mmap_lock, 0 for none: a writer's change run now would wait for ever
+ * (on the thread that has to let go), and so would the next round's.
+ */
+static unsigned long sw_held(struct mm_struct *mm)
+{
+	struct vm_area_struct *v[64];
+	unsigned long held = 0;
+	int n;
+
+	if (rwsem_is_locked(&mm->mmap_lock))
+		return 1;
+	mmap_read_lock(mm);
+	n = mm_vmas(mm, v, 64);
+	for (int k = 0; k < n && !held; k++)
+		if (vma_is_read_locked(v[k]))
+			held = v[k]->vm_start;
+	mmap_read_unlock(mm);
+	return held;
+}
+
+static const char *sw_held_name(unsigned long held, char *buf, size_t n)
+{
+	if (held == 1)
+		snprintf(buf, n, "mmap_lock");
+	else
+		snprintf(buf, n, "the VMA at base%+ld", ((long)held - (long)SCN_BASE) /
+			 (long)PAGE_SIZE);
+	return buf;
+}
+
+/*
  * Remote reads: from addr, the first address whose page a VMA-locked read
  * cannot copy (follow_page_vma_locked() would say NULL): not present, or
  * a VMA that GUP refuses. The read copied everything before it.
@@ -263,6 +295,7 @@ struct sw_trigger {
 	struct sw_stats before;		/* walks: the mm below L, just before it */
 	unsigned long read_addr;	/* remote reads: where the read starts, */
 	unsigned long switch_at;	/* ... and where its bytes start coming from the mm after */
+	unsigned long held;		/* what the thread held at the hook (no change ran) */
 };
 
 static const char *sw_point_name(enum vma_hook_point p)
@@ -278,7 +311,10 @@ static void sw_fire(struct vtest *t, struct vm_area_struct *vma)
 	struct sw_trigger *g = t->arg;
 
 	(void)vma;
-	if (g->done || ++g->arrivals != g->k)
+	if (g->done || g->held || ++g->arrivals != g->k)
+		return;
+	/* At these points the thread holds no lock: if it does, say so, change nothing. */
+	if ((g->held = sw_held(&t->mm)))
 		return;
 	g->done = true;
 	g->at_l = g->last_vma_end;
@@ -305,6 +341,24 @@ static int sw_round_desc(char *buf, size_t n, int round, unsigned seed, const ch
 			   "rd" : "th", sw_point_name(g->point));
 
 	return len + sw_describe(buf + len, n - len, &g->change);
+}
+
+/*
+ * A lock the fault, walk or read still held at its hook point (where it
+ * holds none) or after it returned: the round fails, and the sweep stops
+ * where it is, leaving the mm (cleaning it up would wait for that lock).
+ */
+static bool sw_left_locked(struct vtest *t, const struct sw_trigger *g, struct sweep_result *r,
+			   const char *who)
+{
+	unsigned long held = g->held ? g->held : sw_held(&t->mm);
+	char b[48];
+
+	if (!held)
+		return false;
+	scn_fail(&r->s, "%s: the %s still held %s %s", sw_now, who, sw_held_name(held, b, sizeof(b)),
+		 g->held ? "at that hook point, where it holds no lock" : "when it returned");
+	return true;
 }
 
 /* ------------------------------------------------------------- faults */
@@ -352,6 +406,8 @@ void scn_sweep_faults(unsigned seed, int rounds, struct sweep_result *r)
 
 		r->rounds++;
 		r->changed += g.done;
+		if (sw_left_locked(&t, &g, r, "fault"))
+			goto leave;
 		v = vt_vma(&t, x);
 		want = v && sw_access_ok(v, write);
 		if (want && fault)
@@ -368,6 +424,7 @@ void scn_sweep_faults(unsigned seed, int rounds, struct sweep_result *r)
 				 ((long)stray - (long)SCN_BASE) / (long)PAGE_SIZE);
 	}
 	vt_fini(&t);
+leave:
 	sw_end();
 }
 
@@ -400,6 +457,8 @@ void scn_sweep_walks(unsigned seed, int rounds, struct sweep_result *r)
 
 		r->rounds++;
 		r->changed += g.done;
+		if (sw_left_locked(&t, &g, r, "walk"))
+			goto leave;
 		r->fallbacks += mss.nr_fallbacks > 0;
 		r->resumed += mss.nr_resumed_inside > 0;
 		if (g.done) {
@@ -424,6 +483,7 @@ void scn_sweep_walks(unsigned seed, int rounds, struct sweep_result *r)
 				 mss.vma_start, mss.last_vma_end, start, last);
 	}
 	vt_fini(&t);
+leave:
 	sw_end();
 }
 
@@ -442,7 +502,7 @@ void scn_sweep_remote(unsigned seed, int rounds, struct sweep_result *r)
 	for (int i = 0; i < rounds && r->s.ok; i++) {
 		char setup[160], what[80];
 		struct sw_trigger g = { 0 };
-		unsigned long addr, at, held = 0;
+		unsigned long addr, at;
 		long len, want;
 		int ret, p;
 
@@ -473,27 +533,15 @@ void scn_sweep_remote(unsigned seed, int rounds, struct sweep_result *r)
 
 		r->rounds++;
 		r->changed += g.done;
+		if (sw_left_locked(&t, &g, r, "read"))
+			goto leave;
 		/* Before the switch point, bytes of the mm before the change; from it on, after. */
 		at = g.done ? g.switch_at : addr;	/* no change: all of it is the mm as it is */
 		if (at > addr + len)
 			at = addr + len;
 		want = (long)(at - addr) + (at < addr + len ?
 					    sw_read_extent(&t.mm, at, len - (long)(at - addr)) : 0);
-		{
-			struct vm_area_struct *v[64];
-			int n;
-
-			mmap_read_lock(&t.mm);
-			n = mm_vmas(&t.mm, v, 64);
-			for (int k = 0; k < n && !held; k++)
-				if (vma_is_read_locked(v[k]))
-					held = v[k]->vm_start;
-			mmap_read_unlock(&t.mm);
-		}
-		if (held)
-			scn_fail(&r->s, "%s: the read returned with the VMA at base%+ld still "
-				 "read-locked", sw_now, ((long)held - (long)SCN_BASE) / (long)PAGE_SIZE);
-		else if (atomic_load(&sw_io_unlocked))
+		if (atomic_load(&sw_io_unlocked))
 			scn_fail(&r->s, "%s: ->access() ran without mmap_lock", sw_now);
 		else if (ret != want)
 			scn_fail(&r->s, "%s: read %d bytes, want %ld (%s)", sw_now, ret, want,
@@ -514,5 +562,6 @@ void scn_sweep_remote(unsigned seed, int rounds, struct sweep_result *r)
 		}
 	}
 	vt_fini(&t);
+leave:
 	sw_end();
 }

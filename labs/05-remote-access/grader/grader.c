@@ -24,6 +24,27 @@ TestSuite(lab05, .init = init);
 #define OK(r) cr_assert((r).s.ok, "%s", (r).s.why)
 #define EV(r, e) ((r).ev[ACCESS_REMOTE_VM_##e])
 
+/*
+ * mmap_lock or a VMA the read left locked: then vt_fini() would wait for
+ * ever (it write-locks both), so the test must fail before it. In a hook
+ * (one thread), the same test tells whether a writer may run there.
+ */
+static bool left_read_locked(struct vtest *t)
+{
+	struct vm_area_struct *v[16];
+	bool held = false;
+	int n;
+
+	if (rwsem_is_locked(&t->mm.mmap_lock))
+		return true;
+	mmap_read_lock(&t->mm);
+	n = mm_vmas(&t->mm, v, 16);
+	for (int i = 0; i < n; i++)
+		held |= vma_is_read_locked(v[i]);
+	mmap_read_unlock(&t->mm);
+	return held;
+}
+
 /* A quiet per-VMA read of [addr, addr + len): bytes and lock state checked. */
 static void read_vma(bool sparse, unsigned long addr, int len, struct remote_result *r)
 {
@@ -110,6 +131,8 @@ Test(lab05, todo1_wrapping_range_falls_back)
 		vt_map(&t, RM_A, 4, RW, true);
 		access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, lens[i]);
 		span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+		cr_assert(!left_read_locked(&t), "len %d: the read returned with A still read-locked",
+			  lens[i]);
 		vt_fini(&t);
 		cr_assert_eq(span, 1, "len %d: addr + len wraps below addr, so [addr, addr + len) "
 			     "is not inside A: fallback_span = %ld, want 1 (test addr + len < addr)",
@@ -189,6 +212,7 @@ Test(lab05, todo1_range_is_checked_on_the_vma_it_locked)
 	ret = access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, PG(2));
 	cr_assert(!t.action_left[VMA_HOOK_LOOKUP], "the read never looked A up under RCU");
 	span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+	cr_assert(!left_read_locked(&t), "the read returned with a VMA still read-locked");
 	vt_fini(&t);
 	cr_assert_eq(ret, PG(2), "read %d bytes, want %lu", ret, PG(2));
 	cr_assert_eq(span, 1, "A shrank to two pages before its lock was taken: the range "
@@ -311,9 +335,13 @@ static int io_access(struct vm_area_struct *vma, unsigned long addr, void *buf, 
 
 static const struct vm_operations_struct io_ops = { .access = io_access };
 
+static bool io_held;	/* the reader held a lock at VMA_HOOK_REMOTE_UNLOCKED */
+
 static void replace_a_with_io(struct vtest *t, struct vm_area_struct *vma)
 {
 	(void)vma;
+	if ((io_held = left_read_locked(t)))
+		return;		/* a writer here would wait for ever */
 	if (do_mmap_io(&t->mm, RM_A, PG(4), &io_ops))
 		abort();
 }
@@ -333,6 +361,9 @@ Test(lab05, todo3_vma_replaced_by_access_memory_reads_through_access)
 	ret = access_remote_vm_vma(&t.mm, RM_A, buf, PG(4));
 	cr_assert(!t.action_left[VMA_HOOK_REMOTE_UNLOCKED],
 		  "the reader never dropped A's lock at the missing page");
+	cr_assert(!io_held, "at VMA_HOOK_REMOTE_UNLOCKED (after your first TODO 2 region) the "
+		  "reader still held A's lock or mmap_lock");
+	cr_assert(!left_read_locked(&t), "the read returned with mmap_lock or a VMA still locked");
 	vt_fini(&t);
 	cr_assert_eq(ret, PG(4), "read %d bytes, want %lu: after the fallback the range is "
 		     "VM_IO memory, which GUP refuses; vma_lookup() finds it and ->access() reads it",

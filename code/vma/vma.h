@@ -151,6 +151,7 @@ enum vma_hook_point {
 	VMA_HOOK_UPROBE_OFFSET,	/* vaddr_to_offset(): vm_pgoff read, vm_start not */
 	VMA_HOOK_UPROBE_FOUND,	/* find_uprobe_rcu(): searched, not yet returned */
 	VMA_HOOK_VMA_LOOKUP,	/* vma_lookup(): a VMA found, not yet returned */
+	VMA_HOOK_END_READ,	/* vma_end_read(): the VMA's read lock just released */
 	NR_VMA_HOOKS
 };
 

@@ -46,11 +46,14 @@ bool vma_start_read(struct vm_area_struct *vma)
 
 void vma_end_read(struct vm_area_struct *vma)
 {
+	struct mm_struct *mm = vma->vm_mm;
+
 	VM_BUG_ON_VMA(!vma_is_read_locked(vma), vma,
 		      "vma_end_read: VMA not read-locked");
 	rcu_read_lock();	/* keeps vma alive till the end of up_read */
 	up_read(&vma->vm_lock->lock);
 	rcu_read_unlock();
+	mm_hook(mm, VMA_HOOK_END_READ, vma);	/* model only: vma may be gone */
 }
 
 /*

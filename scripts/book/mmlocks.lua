@@ -24,7 +24,10 @@
 --     the image at its own width (the SVG's, set as the width attribute).
 --     In EPUB the image links to its own file, which epub-figures.py makes
 --     a page of the book (an SVG content document outside the reading order).
---  7. The reader's apparatus (reader.lua): labelled ::: {.aside kind=...}
+--  7. Counts from the code: []{.kver} (the kernel's release) and
+--     []{.labcount lab="NN" what="mutants"|"tests"} (a lab's wrong answers
+--     and grader tests).
+--  8. The reader's apparatus (reader.lua): labelled ::: {.aside kind=...}
 --     boxes, numbered quick quizzes whose answers move to their appendix,
 --     and glossary links at each term's first use in every chapter. Files
 --     under chapters/ without a number (glossary, answers, reference runs
@@ -458,6 +461,58 @@ local function lab_slug(nn)
   return d
 end
 
+-- []{.labcount lab="NN" what="mutants"|"tests"}: a count that comes from the
+-- code, so the prose never types it. mutants: labs/NN-*/mutants/*.patch;
+-- tests: the Test( macros of labs/NN-*/grader/*.c (one Criterion test
+-- each, one point each). A students' copy has no mutants/ folders:
+-- labs/tools/labcounts.txt (written by labs/tools/student-dist) keeps the
+-- counts. A bad lab or what fails the build.
+local function lines_of(cmd)
+  local p = io.popen(cmd)
+  local t = {}
+  if p then
+    for l in p:lines() do t[#t + 1] = l end
+    p:close()
+  end
+  return t
+end
+
+local function labcount(nn, what)
+  local dir = lab_slug(nn)
+  if not dir then fail(".labcount: no lab labs/" .. nn .. "-*") end
+  if what == "mutants" then
+    local n = #lines_of("ls " .. dir .. "/mutants/*.patch 2>/dev/null")
+    if n == 0 then
+      local saved = read_file("labs/tools/labcounts.txt") or ""
+      local m = saved:match("\n?" .. nn .. " mutants (%d+)")
+      if m then return tonumber(m) end
+    end
+    return n
+  end
+  local n = 0
+  for _, f in ipairs(lines_of("ls " .. dir .. "/grader/*.c 2>/dev/null")) do
+    for line in ((read_file(f) or "") .. "\n"):gmatch("(.-)\n") do
+      if line:match("^%s*Test%s*%(") then n = n + 1 end
+    end
+  end
+  if n == 0 then fail(".labcount: " .. dir .. "/grader/*.c has no Test( macro") end
+  return n
+end
+
+local function labcount_span(sp)
+  if not sp.classes:includes("labcount") then return nil end
+  local nn, what = sp.attributes.lab or "", sp.attributes.what or ""
+  if not nn:match("^%d%d$") then fail("a .labcount span needs lab=\"NN\" (two digits), got '" .. nn .. "'") end
+  if what ~= "mutants" and what ~= "tests" then
+    fail(".labcount for lab " .. nn .. ": what=\"mutants\" or what=\"tests\", got '" .. what .. "'")
+  end
+  return pandoc.Str(tostring(labcount(nn, what)))
+end
+
+local function code_span(sp)
+  return kver_span(sp) or labcount_span(sp)
+end
+
 local function lab_answer(div)
   if not div.classes:includes("lab-answer") then return nil end
   local nn = div.attributes.lab or ""
@@ -572,7 +627,7 @@ end
 
 return {
   { Pandoc = Pandoc },
-  { Div = lab_answer, Span = kver_span },
+  { Div = lab_answer, Span = code_span },
   { Div = refs.refs_div },
   { Div = reader.aside },
   { CodeBlock = CodeBlock, Image = Image, Div = Div, Span = refs.span },

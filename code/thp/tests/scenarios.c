@@ -51,9 +51,10 @@ static bool zap_and_stop(struct ttest *t, struct tthread *th, struct zap_arg *z,
 			 enum thp_hook_point point, struct scn_result *r)
 {
 	tt_stop_at(t, point, 1);
-	tt_spawn(th, 1, zap_fn, z);
+	tt_spawn_for(t, th, 1, zap_fn, z);
 	if (!tt_wait_stopped(t)) {
-		fail(r, "CPU 1 never reached its hook point");
+		fail(r, atomic_load(&th->done) ? "CPU 1 returned without reaching its hook point"
+					       : "CPU 1 never reached its hook point");
 		tt_release(t);
 		tt_join(th);
 		return false;
@@ -166,7 +167,7 @@ void scn_unmap_during_scan(struct scn_result *r)
 	do_anonymous_large_fault(f);
 	zap_present_ptes(f, 0, 8);	/* queued */
 	tt_stop_at(&t, THP_HOOK_SCAN_ISOLATED, 1);
-	tt_spawn(&th, 1, scan_fn, &t.ds);
+	tt_spawn_for(&t, &th, 1, scan_fn, &t.ds);
 	if (!tt_wait_stopped(&t)) {
 		fail(r, "the shrinker never reached its hook point");
 		tt_release(&t);
@@ -192,7 +193,7 @@ void scn_partial_unmap_before_forget(bool unlocked, bool early_check,
 	t.ds.scan_forget_unlocked = unlocked;
 	do_anonymous_large_fault(f);	/* queued as a possibly underused THP */
 	tt_stop_at(&t, THP_HOOK_SCAN_FORGET, 1);
-	tt_spawn(&th, 1, scan_fn, &t.ds);
+	tt_spawn_for(&t, &th, 1, scan_fn, &t.ds);
 	if (!tt_wait_stopped(&t)) {
 		fail(r, "the shrinker never reached the point where it forgets F");
 		tt_release(&t);

@@ -20,6 +20,12 @@ struct stress_result {
 	long zaps, faults, partial_unmaps, lock_partial, splits, scans, checks;
 };
 
+/*
+ * With hits >= 3 a warm-up runs first, alone: slot 0 is faulted in and
+ * two of its ranges unmapped (its first partial unmap takes the lock,
+ * the second, with the early check on, does not), so those counters move
+ * whatever the threads do next.
+ */
 void stress_run(const struct stress_cfg *cfg, struct stress_result *res);
 
 #endif

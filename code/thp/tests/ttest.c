@@ -55,7 +55,7 @@ void tt_init(struct ttest *t, bool early_check, bool split_underused_thp)
 	pthread_mutex_init(&t->m, NULL);
 	pthread_cond_init(&t->c, NULL);
 	t->stop_point = t->stop_cpu = -1;
-	t->stopped = t->released = false;
+	t->stopped = t->released = t->thread_done = false;
 	t->ds.hook = tt_hook;
 	t->ds.hook_arg = t;
 	thp_set_cpu(0);
@@ -84,7 +84,7 @@ bool tt_wait_stopped(struct ttest *t)
 	bool ok = true;
 
 	pthread_mutex_lock(&t->m);
-	while (!t->stopped && ok)
+	while (!t->stopped && !t->thread_done && ok)
 		ok = pthread_cond_timedwait(&t->c, &t->m, &ts) != ETIMEDOUT;
 	ok = t->stopped;
 	pthread_mutex_unlock(&t->m);
@@ -144,10 +144,34 @@ static void *tt_main(void *arg)
 	thp_set_cpu(th->cpu);
 	th->fn(th->arg);
 	atomic_store(&th->done, true);
+	if (th->t) {
+		pthread_mutex_lock(&th->t->m);
+		th->t->thread_done = true;
+		pthread_cond_broadcast(&th->t->c);
+		pthread_mutex_unlock(&th->t->m);
+	}
 	return NULL;
 }
 
+static void spawn(struct tthread *th, int cpu, void (*fn)(void *arg), void *arg);
+
 void tt_spawn(struct tthread *th, int cpu, void (*fn)(void *arg), void *arg)
+{
+	th->t = NULL;
+	spawn(th, cpu, fn, arg);
+}
+
+void tt_spawn_for(struct ttest *t, struct tthread *th, int cpu, void (*fn)(void *arg),
+		  void *arg)
+{
+	pthread_mutex_lock(&t->m);
+	t->thread_done = false;
+	pthread_mutex_unlock(&t->m);
+	th->t = t;
+	spawn(th, cpu, fn, arg);
+}
+
+static void spawn(struct tthread *th, int cpu, void (*fn)(void *arg), void *arg)
 {
 	th->cpu = cpu;
 	th->fn = fn;

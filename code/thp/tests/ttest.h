@@ -26,13 +26,15 @@ struct ttest {
 	pthread_cond_t c;
 	int stop_point, stop_cpu;	/* -1: none */
 	bool stopped, released;
+	bool thread_done;		/* the thread of tt_spawn_for() returned */
 };
 
 /* Queue switches as in 6.12 unless told: early check on; queue at fault? */
 void tt_init(struct ttest *t, bool early_check, bool split_underused_thp);
 void tt_fini(struct ttest *t);		/* frees the model's memory only */
 void tt_stop_at(struct ttest *t, enum thp_hook_point p, int cpu);
-bool tt_wait_stopped(struct ttest *t);	/* false if nobody came in time */
+/* false if nobody came in time, or tt_spawn_for()'s thread returned first */
+bool tt_wait_stopped(struct ttest *t);
 void tt_release(struct ttest *t);
 int tt_queued(struct ttest *t);		/* folios on split_queue (under the lock) */
 bool tt_on_queue(struct ttest *t, struct folio *f);
@@ -47,8 +49,16 @@ struct tthread {
 	void *arg;
 	atomic_bool done;
 	bool joined;
+	struct ttest *t;	/* tt_spawn_for(): tells t when it returns */
 };
 void tt_spawn(struct tthread *th, int cpu, void (*fn)(void *arg), void *arg);
+/*
+ * The same, for a thread that should stop at t's hook point: if it
+ * returns without stopping there, tt_wait_stopped() says so at once
+ * instead of waiting out tt_wait_s.
+ */
+void tt_spawn_for(struct ttest *t, struct tthread *th, int cpu, void (*fn)(void *arg),
+		  void *arg);
 bool tt_join(struct tthread *th);	/* false if it did not end in time */
 
 /* Criterion suites' .init: end a stuck test process after a minute. */

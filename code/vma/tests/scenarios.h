@@ -20,7 +20,7 @@
 /* Every scenario says whether its choreography ran (ok) and, if not, why. */
 struct scn {
 	bool ok;
-	char why[160];
+	char why[400];
 };
 /* Start a scenario: ok, no reason yet. */
 void scn_begin(struct scn *s);

@@ -155,21 +155,26 @@ static bool linearizable(int id, long lo, long hi)
 	return false;
 }
 
+/* One hit of SP_X, checked against the states the mm was in meanwhile. */
+static void one_hit(void)
+{
+	long lo = atomic_load(&st.done);
+	int id = handle_swbp(&st.mm, SP_X);
+	long hi = atomic_load(&st.intent);
+
+	atomic_fetch_add_explicit(&st.hits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st.checked, 1, memory_order_relaxed);
+	if (!linearizable(id, lo, hi))
+		violation("violation: a hit of SP_X returned uprobe %d, but the mm was "
+			  "only in states %ld..%ld (ids %d..%d): a torn or stale read",
+			  id, lo, hi, state_id[lo % NSTATES], state_id[hi % NSTATES]);
+}
+
 static void *reader(void *arg)
 {
 	(void)arg;
-	while (!atomic_load(&st.stop)) {
-		long lo = atomic_load(&st.done);
-		int id = handle_swbp(&st.mm, SP_X);
-		long hi = atomic_load(&st.intent);
-
-		atomic_fetch_add_explicit(&st.hits, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&st.checked, 1, memory_order_relaxed);
-		if (!linearizable(id, lo, hi))
-			violation("violation: a hit of SP_X returned uprobe %d, but the mm was "
-				  "only in states %ld..%ld (ids %d..%d): a torn or stale read",
-				  id, lo, hi, state_id[lo % NSTATES], state_id[hi % NSTATES]);
-	}
+	while (!atomic_load(&st.stop))
+		one_hit();
 	return NULL;
 }
 
@@ -228,6 +233,20 @@ void spec_stress_run(const struct spec_stress_cfg *cfg, struct spec_stress_resul
 	uprobe_hook_mm = &st.mm;
 	mm_set_hook(&st.mm, hook, NULL,
 		    1u << VMA_HOOK_UPROBE_OFFSET | 1u << VMA_HOOK_UPROBE_FOUND);
+
+	/*
+	 * A forced prefix, before any thread starts: 20 * perturb hits in
+	 * this thread alone, whose perturbations nobody can refuse (no
+	 * writer holds step_lock yet). The same writer steps land inside the
+	 * same lookups on every run and host, through all six states, so a
+	 * lookup that keeps a torn or stale answer fails here, every time.
+	 */
+	for (int i = 0; cfg->perturb && i < 20 * cfg->perturb && !atomic_load(&st.failed); i++)
+		one_hit();
+	if (cfg->perturb && !atomic_load(&st.failed) && !atomic_load(&st.perturbed))
+		violation("%d hits of SP_X in a quiet mm never passed VMA_HOOK_UPROBE_OFFSET or "
+			  "_FOUND: no speculative lookup got as far as the VMA's offset",
+			  20 * cfg->perturb);
 
 	for (int i = 0; i < nr; i++)
 		if (pthread_create(&rd[i], NULL, reader, NULL))

@@ -35,7 +35,10 @@ struct spec_stress_result {
  * (vm_pgoff of one state and vm_start of another, or a replaced VMA's
  * file, now I3's) gives another offset or inode, whose uprobe (every
  * page of I1, I2 and I3 has one) has an id no state has.
- * At the end, quiescent: one more hit succeeds speculatively; the
+ * With perturb, the run starts with a forced prefix: 20 * perturb hits
+ * in the caller's thread alone, perturbed as above but never refused,
+ * the same on every run; a prefix that never reached a speculative
+ * lookup's hooks fails the run. At the end, quiescent: one more hit succeeds speculatively; the
  * counters add up (attempt = success + fail_*), every lookup a reader
  * perturbed failed its retry (fail_retry >= perturbed), and a full run (not a
  * --seconds cut) must have seen both successes and retries.

@@ -227,6 +227,19 @@ void stress_run(const struct stress_cfg *cfg, struct stress_result *res)
 	do_mmap(&s->mm, REGION, PG(REGION_PAGES), (VM_READ | VM_WRITE));
 	atomic_init(&s->writers_left, cfg->writers);
 	atomic_init(&s->readers_pending, cfg->readers + cfg->remote);
+	/*
+	 * Warm-up, before any thread runs: a fault under the VMA lock and,
+	 * with remote readers, one read each way (a page present: under the
+	 * VMA lock; a page missing: the fallback). So the run's counters
+	 * show every path once, whatever the scheduler does after.
+	 */
+	do_user_addr_fault(&s->mm, REGION, true);
+	if (cfg->remote) {
+		unsigned char b[2];
+
+		access_remote_vm_vma(&s->mm, REGION, b, 1);
+		access_remote_vm_vma(&s->mm, REGION + PG(1), b, 1);
+	}
 	pthread_barrier_init(&s->start, NULL, n);
 	for (int i = 0; i < n; i++) {
 		int first_remote = cfg->writers + cfg->faulters + cfg->readers;

@@ -24,7 +24,10 @@ struct stress_result {
 };
 
 /*
- * All threads start together; writers run for at least cfg->ops
+ * A warm-up before the threads start faults the region's first page (the
+ * VMA lock) and, with remote readers, reads one present and one missing
+ * page per-VMA (the VMA lock and the fallback): every counter a test
+ * looks for moves once, whatever the host's load. All threads start together; writers run for at least cfg->ops
  * operations and until every reader has done 10 rollups or remote reads.
  * Invariants (checked while running): a rollup never reports more than
  * the region nor more resident than size; a remote read returns at most

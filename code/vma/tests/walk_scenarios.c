@@ -166,12 +166,55 @@ void scn_walk_fallback(bool drop, struct walk_result *r)
 		/* The second writer stops holding mmap_lock for write. */
 		r->walker_first = vt_join(&wk);
 		if (!r->walker_first)
-			scn_fail(&r->s, "the walker could not finish while a writer held mmap_lock");
+			scn_fail(&r->s, "the walker could not finish while a writer held mmap_lock: "
+				 "after the drop it waited for mmap_lock again, where it should have "
+				 "tried the next VMA's own lock");
 	}
 	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
 	gate_open_all(&t.at[VMA_HOOK_ROLLUP_GATHERED]);
 	if (!vt_join(&wk) || !vt_join(&w1) || (drop && !vt_join(&w2))) {
 		scn_fail(&r->s, "walker or writers did not finish");
+		return;
+	}
+	finish_walk(&t, r, &j);
+	vt_fini(&t);
+}
+
+static void merge_a_and_b_fn(struct vtest *t, void *arg)
+{
+	(void)arg;
+	do_mmap(&t->mm, SCN_A + PG(SCN_VMA_PAGES), SCN_B - SCN_A - PG(SCN_VMA_PAGES), RW);
+}
+
+void scn_walk_grown_during_fallback(struct walk_result *r)
+{
+	struct walk_job j = { .style = WALK_VMA };
+	struct vthread wk, wr;
+	struct vtest t;
+
+	memset(r, 0, sizeof(*r));
+	scn_begin(&r->s);
+	vt_init(&t);
+	scn_layout(&t);
+	vt_watch_rwsem(&t, &t.mm.mmap_lock);
+	vt_stop_at(&t, VMA_HOOK_ROLLUP_UNLOCKED, NULL);
+	vt_stop_at(&t, VMA_HOOK_WRITE_LOCKED, NULL);
+	vt_spawn(&wk, &t, walk_fn, &j);
+	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_UNLOCKED], 1))
+		scn_fail(&r->s, "the walker never released E's VMA lock");
+	gate_open(&t.at[VMA_HOOK_ROLLUP_UNLOCKED]);
+	if (!gate_wait(&t.at[VMA_HOOK_ROLLUP_UNLOCKED], 2))
+		scn_fail(&r->s, "the walker never released A's VMA lock");
+	vt_spawn(&wr, &t, merge_a_and_b_fn, NULL);
+	if (!gate_wait(&t.at[VMA_HOOK_WRITE_LOCKED], 1))
+		scn_fail(&r->s, "the writer never merged A, the hole and B");
+	gate_open_all(&t.at[VMA_HOOK_ROLLUP_UNLOCKED]);
+	if (!gate_wait(&t.read_queued, 1))
+		scn_fail(&r->s, "the walker never waited for mmap_lock after the merged VMA's "
+			 "lock failed");
+	gate_open_all(&t.at[VMA_HOOK_WRITE_LOCKED]);
+	if (!vt_join(&wk) || !vt_join(&wr)) {
+		scn_fail(&r->s, "walker or writer did not finish");
 		return;
 	}
 	finish_walk(&t, r, &j);

@@ -37,6 +37,15 @@ void scn_walk_fallback(bool drop, struct walk_result *r);
  * the walk must not skip the new VMA below it.
  */
 void scn_walk_split_below(struct walk_result *r);
+/*
+ * The per-VMA walk has reported E and A and holds nothing; a writer maps
+ * the hole between A and B, so A, the hole and B merge into one VMA that
+ * starts at A's vm_start, and stops with it write-locked. The walk's VMA
+ * lock fails: it falls back and waits for mmap_lock. Once the writer is
+ * gone, the walk finds, under mmap_lock, a VMA that starts below
+ * last_vma_end: it must report only the part above it.
+ */
+void scn_walk_grown_during_fallback(struct walk_result *r);
 /* The walker holds A's VMA lock; a writer's vma_start_write(A) waits. */
 void scn_walk_writer_waits(struct walk_result *r);
 

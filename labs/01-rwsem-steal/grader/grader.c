@@ -2,6 +2,7 @@
 #define _GNU_SOURCE	/* RTLD_NEXT */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include "harness.h"
 #include "rwsem_internal.h"
@@ -58,6 +59,51 @@ Test(lab01, todo1_second_reader_queues_behind_writer)
 		  "with another reader inside, B stole the lock past the queued writer");
 	cr_assert_eq(res.steals, 0, "rwsem_rlock_steal = %ld, want 0", res.steals);
 	cr_assert_lt(res.w_seq, res.r_seq, "the writer should get the lock before B");
+}
+
+/*
+ * A1 and A2 hold the lock, W queued, B arrives: rcnt is 3. The guard is
+ * for every count of readers inside but B itself, not just for one more.
+ */
+Test(lab01, todo1_third_reader_queues_behind_writer)
+{
+	struct harness h;
+	struct actor a1, a2, w, b;
+	bool stole;
+
+	harness_init(&h, RWSEM_STEAL, NO_HANDOFF_NS);
+	actor_start(&a1, &h, "A1");
+	actor_start(&a2, &h, "A2");
+	actor_start(&w, &h, "W");
+	actor_start(&b, &h, "B");
+	actor_do(&a1, CMD_DOWN_READ);
+	actor_expect(&a1, EV_DONE);
+	actor_do(&a2, CMD_DOWN_READ);
+	actor_expect(&a2, EV_DONE);			/* two readers inside */
+	actor_do(&w, CMD_DOWN_WRITE);
+	actor_expect(&w, RWSEM_HOOK_WRITE_SLEEP);	/* W queued */
+
+	actor_do(&b, CMD_DOWN_READ);			/* rcnt == 3 */
+	stole = took_without_queueing(&b);
+	cr_assert(!stole, "two readers inside and W queued: B (rcnt = 3) stole the lock past W. "
+		  "The guard holds for any number of other readers (rcnt > 1), not only for one");
+
+	actor_do(&a1, CMD_UP_READ);
+	actor_expect(&a1, EV_DONE);
+	actor_do(&a2, CMD_UP_READ);			/* last reader out: W */
+	actor_expect(&a2, EV_DONE);
+	actor_expect(&w, EV_DONE);
+	actor_do(&w, CMD_UP_WRITE);
+	actor_expect(&w, EV_DONE);
+	actor_expect(&b, EV_DONE);			/* B after W */
+	cr_assert_lt(w.acquired_at, b.acquired_at);
+	actor_do(&b, CMD_UP_READ);
+	actor_expect(&b, EV_DONE);
+	actor_stop(&a1);
+	actor_stop(&a2);
+	actor_stop(&w);
+	actor_stop(&b);
+	harness_fini(&h);
 }
 
 /* The guard must not forbid 6.12's legitimate steal by a lone reader. */
@@ -127,6 +173,12 @@ Test(lab01, todo2_nosteal_retake_lets_writer_go_first)
 	cr_assert_lt(res.w_seq, res.r_seq, "the writer should get the lock first");
 }
 
+/*
+ * The stress starts with a forced window (code/rwsem/tests/stress.h):
+ * every thread queued, a writer first, the lock just released but nobody
+ * woken, and a probe reader arriving with the run's policy. Whatever the
+ * host's load, that reader must queue; then the threads run free.
+ */
 Test(lab01, todo2_nosteal_stress_has_no_steals)
 {
 	struct stress_cfg cfg = {
@@ -136,6 +188,9 @@ Test(lab01, todo2_nosteal_stress_has_no_steals)
 	struct stress_result res;
 
 	cr_assert_eq(stress_run(&cfg, &res), 0);
+	cr_assert(res.probe_queued && !res.window_steals,
+		  "a NOSTEAL reader arrived while the lock was free and a writer was queued "
+		  "(forced at the start of the run): it stole the lock");
 	cr_assert_eq(res.violations + res.torn_reads, 0, "mutual exclusion broken");
 	cr_assert_eq(res.final_count, 0);
 	cr_assert_eq(res.events[LOCKEVENT_rwsem_rlock_steal], 0,
@@ -161,6 +216,9 @@ Test(lab01, todo3_writer_first_keeps_mutual_exclusion)
 	struct stress_result res;
 
 	cr_assert_eq(stress_run(&cfg, &res), 0);
+	cr_assert(res.probe_queued && !res.window_steals,
+		  "a WRITER_FIRST reader arrived while the lock was free and a writer was first "
+		  "in the queue (forced at the start of the run): it stole the lock");
 	cr_assert_eq(res.violations + res.torn_reads, 0, "mutual exclusion broken");
 	cr_assert_eq(res.final_count, 0);
 	cr_assert_eq(res.waiters_left, 0);
@@ -308,12 +366,20 @@ int pthread_mutex_unlock(pthread_mutex_t *m)
 	return real(m);
 }
 
+/*
+ * W's waiter lives on W's stack in the kernel: once W left the queue
+ * (granted the lock, or gone), that memory is W's again. Here it is
+ * heap memory, freed as W leaves, so a read of it after that is an
+ * AddressSanitizer report, whatever value it would have read.
+ */
 static struct rw_semaphore qsem;
-static struct rwsem_waiter qwriter;
+static struct rwsem_waiter *qwriter;
 
 static void writer_leaves_the_queue(void)
 {
-	list_del_init(&qwriter.list);
+	list_del_init(&qwriter->list);
+	free(qwriter);
+	qwriter = NULL;
 }
 
 /* The test thread is a reader in the slowpath; writer W is first in the queue. */
@@ -322,9 +388,10 @@ static bool decide_with_writer_queued(void)
 	DEFINE_WAKE_Q(wake_q);
 
 	init_rwsem(&qsem);
-	memset(&qwriter, 0, sizeof(qwriter));
-	qwriter.type = RWSEM_WAITING_FOR_WRITE;
-	list_add_tail(&qwriter.list, &qsem.wait_list);
+	qwriter = calloc(1, sizeof(*qwriter));
+	cr_assert(qwriter);
+	qwriter->type = RWSEM_WAITING_FOR_WRITE;
+	list_add_tail(&qwriter->list, &qsem.wait_list);
 	watched = &qsem.wait_lock;
 	return rwsem_read_steal(&qsem, RWSEM_READER_BIAS | RWSEM_FLAG_WAITERS,
 				RWSEM_WRITER_FIRST, &wake_q);
@@ -340,6 +407,7 @@ Test(lab01, todo3_writer_first_reads_the_queue_after_taking_wait_lock)
 	cr_assert(stole, "W left the queue while the reader waited for wait_lock; the reader "
 		  "then found the queue empty and must steal. It queued: it read the queue "
 		  "before it held wait_lock");
+	free(qwriter);
 }
 
 Test(lab01, todo3_writer_first_reads_the_queue_before_releasing_wait_lock)
@@ -352,4 +420,5 @@ Test(lab01, todo3_writer_first_reads_the_queue_before_releasing_wait_lock)
 	cr_assert(!stole, "W was first in the queue all the time the reader held wait_lock: "
 		  "it must queue. It stole: it read the queue after releasing wait_lock, when "
 		  "W had left");
+	free(qwriter);	/* still queued if the reader never released wait_lock */
 }

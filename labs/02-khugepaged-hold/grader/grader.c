@@ -41,6 +41,29 @@ Test(lab02, todo1_batch_lowered_below_the_count_is_due_at_once)
 	cr_assert_not(khugepaged_skip_batch_due(&skipped), "the count did not restart");
 }
 
+/*
+ * Lowered to 4 after 5 skips: the 6th is due at once, and the count
+ * restarts there. A count that never restarts, taken modulo the batch,
+ * would be due only at multiples of 4 (8, 12, ...).
+ */
+Test(lab02, todo1_batch_lowered_to_a_non_divisor_restarts_the_count)
+{
+	unsigned int skipped = 0;
+
+	khugepaged_max_skip_batch = 8;
+	for (int i = 1; i <= 5; i++)
+		cr_assert_not(khugepaged_skip_batch_due(&skipped), "due after only %d of 8 skips", i);
+	khugepaged_max_skip_batch = 4;
+	cr_assert(khugepaged_skip_batch_due(&skipped),
+		  "6 VMAs skipped and the batch is now 4: due at once (the count is at or past "
+		  "the batch; a running count taken modulo the batch is not due until 8)");
+	for (int i = 1; i <= 3; i++)
+		cr_assert_not(khugepaged_skip_batch_due(&skipped),
+			      "due again after %d skips: the count did not restart at 0 when the "
+			      "batch was due", i);
+	cr_assert(khugepaged_skip_batch_due(&skipped), "not due 4 skips after the last batch");
+}
+
 Test(lab02, todo1_batch_of_one_is_due_every_time)
 {
 	unsigned int skipped = 0;

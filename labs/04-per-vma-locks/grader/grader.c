@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 
 #include "walk_scenarios.h"
-#include "stress.h"
+#include "sweep.h"
 #include "../../tools/order_audit.h"
 
 /*
@@ -273,6 +273,60 @@ Test(lab04, todo2_lookup_then_shrink_is_an_abort)
 	cr_assert_eq(r.abort, 1, "vma_lock_abort = %ld, want 1", r.abort);
 }
 
+/*
+ * A shrinks below the address after the lookup, so the range check under
+ * A's lock fails: an abort. Right after A's lock is released (at the end
+ * of vma_end_read()), a writer unmaps A. Only what lock_vma_under_rcu()
+ * read while it held A's lock may decide what happens next.
+ */
+static void unmap_lower_half(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_munmap(&t->mm, SCN_A, PG(4));
+}
+
+Test(lab04, todo2_decides_with_what_it_read_under_the_lock)
+{
+	unsigned long addr = SCN_A + PG(6);
+	struct vm_area_struct *vma;
+	struct vtest t;
+	long miss;
+
+	vt_init(&t);
+	vt_map(&t, SCN_A, 8, RW, true);
+	vt_act_at(&t, VMA_HOOK_LOOKUP, shrink_to_lower_half, 1);	/* A keeps [A, A+4) */
+	vt_act_at(&t, VMA_HOOK_END_READ, unmap_lower_half, 1);
+	vma = lock_vma_under_rcu(&t.mm, addr);
+	cr_assert(!t.action_left[VMA_HOOK_LOOKUP], "lock_vma_under_rcu() did not look A up");
+	if (vma)
+		vma_end_read(vma);
+	miss = vma_lock_event(&t.mm, VMA_LOCK_MISS);
+	cr_assert(!vma && !miss, "A shrank below the address before it was locked: under its "
+		  "lock the range check fails, an abort (vma_lock_abort). Then, after A's "
+		  "vma_end_read(), a writer unmapped A; the call went on to %s%s. Decide with what "
+		  "you read while you held A's lock: after vma_end_read() A's fields (detached "
+		  "too) are the writer's", miss ? "count a miss and retry" : "return a VMA",
+		  vma ? (miss ? " and returned the VMA now there" : "") : "");
+	cr_assert_eq(vma_lock_event(&t.mm, VMA_LOCK_ABORT), 1, "vma_lock_abort = %ld, want 1",
+		     vma_lock_event(&t.mm, VMA_LOCK_ABORT));
+	vt_fini(&t);
+}
+
+/*
+ * Forced schedules (code/vma/tests/sweep.h): 300 rounds, each a fault with
+ * a writer's mmap, munmap, mprotect or fault run inside it, at its first
+ * or second pass through the lookup or the trylock. The fault must see
+ * the mm after the change, and never leave a page where nothing is mapped.
+ * The same rounds on every run: the failing one is named.
+ */
+Test(lab04, todo2_forced_schedules_of_faults_and_writers)
+{
+	struct sweep_result r;
+
+	scn_sweep_faults(4, 300, &r);
+	cr_assert(r.s.ok, "%s", r.s.why);
+}
+
 /* ----------------------------------------- TODO 3: the walk's fallback */
 
 Test(lab04, todo3_quiet_walk_takes_only_vma_locks)
@@ -308,9 +362,16 @@ Test(lab04, todo3_takes_vma_locks_again_after_a_drop)
 
 	scn_walk_fallback(true, &r);
 	OK(r);
-	cr_assert_eq(r.mss.nr_drops, 1, "the contended mmap_lock was not dropped");
-	cr_assert_eq(r.mss.nr_vma_locked, 4,
-		     "after the drop C and D must be walked under their own VMA locks");
+	cr_assert(r.mss.nr_drops >= 1, "the contended mmap_lock was never dropped (nr_drops = 0): "
+		  "a writer waited for it while the walk went on");
+	cr_assert_eq(r.mss.nr_drops, 1, "mmap_lock was dropped %lu times, want 1 (%lu VMAs walked "
+		     "under mmap_lock, %lu under their own locks): after the drop the walk held "
+		     "mmap_lock again and met the waiting writer again. After a drop, the next VMA "
+		     "tries its own lock", (unsigned long)r.mss.nr_drops,
+		     (unsigned long)r.mss.nr_mmap_locked, (unsigned long)r.mss.nr_vma_locked);
+	cr_assert_eq(r.mss.nr_vma_locked, 4, "%lu VMAs walked under their own locks, %lu under "
+		     "mmap_lock: after the drop C and D must be walked under their own VMA locks",
+		     (unsigned long)r.mss.nr_vma_locked, (unsigned long)r.mss.nr_mmap_locked);
 	cr_assert_eq(r.mss.size, r.recount.size);
 }
 
@@ -373,12 +434,40 @@ Test(lab04, todo4_adjacent_vmas_are_not_resumed_inside)
 	vt_fini(&t);
 }
 
-Test(lab04, todo4_stress_with_faults_writers_and_both_walks)
+/*
+ * E and A reported; a writer merges A, the hole after it and B into one
+ * VMA and holds it write-locked; the walk's VMA lock fails and it waits
+ * for mmap_lock. Under mmap_lock it finds a VMA that starts below
+ * last_vma_end: the resume applies there too.
+ */
+Test(lab04, todo4_resumes_inside_a_vma_that_grew_while_it_waited_for_mmap_lock)
 {
-	struct stress_cfg cfg = { .faulters = 1, .writers = 1, .readers = 2,
-				  .ops = 800, .seed = 4 };
-	struct stress_result r;
+	struct walk_result r;
 
-	stress_run(&cfg, &r);
-	cr_assert(r.ok, "%s", r.why);
+	scn_walk_grown_during_fallback(&r);
+	OK(r);
+	cr_assert_eq(r.mss.nr_fallbacks, 1, "the merged VMA's lock failed: one fallback, got %lu",
+		     (unsigned long)r.mss.nr_fallbacks);
+	cr_assert_eq(r.mss.size, PG(24), "reported %lu pages, want 24 (E, A, then the merged "
+		     "VMA from A's end: 8 pages, then C and D): a VMA found under mmap_lock after "
+		     "the fallback can start below last_vma_end too", r.mss.size / PAGE_SIZE);
+	cr_assert_eq(r.mss.resident, PG(20), "resident %lu pages, want 20",
+		     r.mss.resident / PAGE_SIZE);
+	cr_assert_eq(r.mss.nr_resumed_inside, 1, "nr_resumed_inside = %lu, want 1",
+		     (unsigned long)r.mss.nr_resumed_inside);
+}
+
+/*
+ * Forced schedules (code/vma/tests/sweep.h): 300 rounds, each a per-VMA
+ * walk with a writer's change run inside it while it holds no lock
+ * (between two VMAs, or in lock_next_vma()'s lookup). Below last_vma_end
+ * at the change the walk reports the mm as it was, above it the mm as it
+ * is after. The same rounds on every run: the failing one is named.
+ */
+Test(lab04, todo4_forced_schedules_of_walks_and_writers)
+{
+	struct sweep_result r;
+
+	scn_sweep_walks(4, 300, &r);
+	cr_assert(r.s.ok, "%s", r.s.why);
 }

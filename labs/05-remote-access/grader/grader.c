@@ -1,10 +1,9 @@
 /* grader.c - lab 05 grader: forced orders that tell a right per-VMA access_remote_vm() from wrong ones. */
 #include <criterion/criterion.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "remote.h"
-#include "stress.h"
+#include "sweep.h"
 
 /*
  * The scenarios (code/vma/tests/remote.c) build one small mm (read its
@@ -24,6 +23,27 @@ TestSuite(lab05, .init = init);
 
 #define OK(r) cr_assert((r).s.ok, "%s", (r).s.why)
 #define EV(r, e) ((r).ev[ACCESS_REMOTE_VM_##e])
+
+/*
+ * mmap_lock or a VMA the read left locked: then vt_fini() would wait for
+ * ever (it write-locks both), so the test must fail before it. In a hook
+ * (one thread), the same test tells whether a writer may run there.
+ */
+static bool left_read_locked(struct vtest *t)
+{
+	struct vm_area_struct *v[16];
+	bool held = false;
+	int n;
+
+	if (rwsem_is_locked(&t->mm.mmap_lock))
+		return true;
+	mmap_read_lock(&t->mm);
+	n = mm_vmas(&t->mm, v, 16);
+	for (int i = 0; i < n; i++)
+		held |= vma_is_read_locked(v[i]);
+	mmap_read_unlock(&t->mm);
+	return held;
+}
 
 /* A quiet per-VMA read of [addr, addr + len): bytes and lock state checked. */
 static void read_vma(bool sparse, unsigned long addr, int len, struct remote_result *r)
@@ -111,6 +131,8 @@ Test(lab05, todo1_wrapping_range_falls_back)
 		vt_map(&t, RM_A, 4, RW, true);
 		access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, lens[i]);
 		span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+		cr_assert(!left_read_locked(&t), "len %d: the read returned with A still read-locked",
+			  lens[i]);
 		vt_fini(&t);
 		cr_assert_eq(span, 1, "len %d: addr + len wraps below addr, so [addr, addr + len) "
 			     "is not inside A: fallback_span = %ld, want 1 (test addr + len < addr)",
@@ -163,6 +185,41 @@ Test(lab05, todo1_writer_of_the_held_vma_waits_for_the_read)
 	cr_assert_eq(EV(r, VMA_LOCKED), 1, "the read fits in A: it must hold A's lock, only");
 	cr_assert_eq(r.ret, PG(4));
 	cr_assert(r.bytes_ok);
+}
+
+/*
+ * The range is checked on the VMA that lock_vma_under_rcu() returned,
+ * under its lock. Here a writer runs inside that lookup, before the lock:
+ * A keeps only its first two pages, a new VMA takes the other two. The
+ * read of [A + 1 page, A + 3 pages) no longer fits in A.
+ */
+static void shrink_a_to_two_pages(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)vma;
+	do_mprotect(&t->mm, RM_A, PG(2), VM_READ);
+}
+
+Test(lab05, todo1_range_is_checked_on_the_vma_it_locked)
+{
+	static unsigned char buf[PG(2)];
+	struct vtest t;
+	long span;
+	int ret;
+
+	vt_init(&t);
+	vt_map(&t, RM_A, 4, RW, true);
+	vt_act_at(&t, VMA_HOOK_LOOKUP, shrink_a_to_two_pages, 1);
+	ret = access_remote_vm_vma(&t.mm, RM_A + PG(1), buf, PG(2));
+	cr_assert(!t.action_left[VMA_HOOK_LOOKUP], "the read never looked A up under RCU");
+	span = remote_event(&t.mm, ACCESS_REMOTE_VM_FALLBACK_SPAN);
+	cr_assert(!left_read_locked(&t), "the read returned with a VMA still read-locked");
+	vt_fini(&t);
+	cr_assert_eq(ret, PG(2), "read %d bytes, want %lu", ret, PG(2));
+	cr_assert_eq(span, 1, "A shrank to two pages before its lock was taken: the range "
+		     "[A + 1 page, A + 3 pages) no longer fits in the VMA you locked, a "
+		     "fallback_span (= %ld). Check the range on that VMA, under its lock", span);
+	for (int i = 0; i < (int)PG(2); i++)
+		cr_assert_eq(buf[i], page_pattern(RM_A + PG(1) + i), "byte %d is wrong", i);
 }
 
 /* --------------------------------- TODO 2: a page that needs a fault */
@@ -242,20 +299,20 @@ Test(lab05, todo3_vma_shrunk_while_unlocked_stops_at_the_hole)
 	unlocked(RCHANGE_SHRINK, PG(2), "A's pages 2 and 3 were unmapped");
 }
 
-Test(lab05, todo3_stress_remote_readers_against_writers_and_faulters)
+/*
+ * Forced schedules (code/vma/tests/sweep.h): 300 rounds, each a per-VMA
+ * read with a writer's change (mmap, munmap, mprotect, VM_IO memory, a
+ * fault) run inside it: in its lookup, its trylock, or where it dropped
+ * the VMA lock at a page it could not copy. The read returns what the VMA
+ * lock served, then 6.12's read of the changed mm from that page on. The
+ * same rounds on every run: the failing one is named.
+ */
+Test(lab05, todo3_forced_schedules_of_remote_reads_and_writers)
 {
-	struct stress_cfg cfg = { .faulters = 1, .writers = 1, .remote = 2,
-				  .ops = 800, .seed = 5 };
-	struct stress_result r;
+	struct sweep_result r;
 
-	/*
-	 * About a second; a VMA lock left held makes the next writer wait for
-	 * ever, so this watchdog fails the test after 5 s (its message
-	 * says 60).
-	 */
-	alarm(5);
-	stress_run(&cfg, &r);
-	cr_assert(r.ok, "%s", r.why);
+	scn_sweep_remote(5, 300, &r);
+	cr_assert(r.s.ok, "%s", r.s.why);
 }
 
 /*
@@ -278,9 +335,13 @@ static int io_access(struct vm_area_struct *vma, unsigned long addr, void *buf, 
 
 static const struct vm_operations_struct io_ops = { .access = io_access };
 
+static bool io_held;	/* the reader held a lock at VMA_HOOK_REMOTE_UNLOCKED */
+
 static void replace_a_with_io(struct vtest *t, struct vm_area_struct *vma)
 {
 	(void)vma;
+	if ((io_held = left_read_locked(t)))
+		return;		/* a writer here would wait for ever */
 	if (do_mmap_io(&t->mm, RM_A, PG(4), &io_ops))
 		abort();
 }
@@ -300,6 +361,9 @@ Test(lab05, todo3_vma_replaced_by_access_memory_reads_through_access)
 	ret = access_remote_vm_vma(&t.mm, RM_A, buf, PG(4));
 	cr_assert(!t.action_left[VMA_HOOK_REMOTE_UNLOCKED],
 		  "the reader never dropped A's lock at the missing page");
+	cr_assert(!io_held, "at VMA_HOOK_REMOTE_UNLOCKED (after your first TODO 2 region) the "
+		  "reader still held A's lock or mmap_lock");
+	cr_assert(!left_read_locked(&t), "the read returned with mmap_lock or a VMA still locked");
 	vt_fini(&t);
 	cr_assert_eq(ret, PG(4), "read %d bytes, want %lu: after the fallback the range is "
 		     "VM_IO memory, which GUP refuses; vma_lookup() finds it and ->access() reads it",

@@ -340,10 +340,46 @@ Test(lab06, todo3_fail_lookup_still_asks_under_the_lock)
 }
 
 /*
- * A bounded stress: hits of SP_X against a writer cycling P through six
- * states; every 3rd hook inside a speculative lookup, the reader itself
- * makes writer steps, so torn and stale reads happen on every run. Each
- * answer must be one a state between the hit's start and end gives.
+ * The switch is read once per hit: the hit speculates, or it goes to
+ * mmap_lock. Here the switch is turned off (debugfs, another CPU) while
+ * a hit is in its speculative lookup, right after vma_lookup().
+ */
+static void switch_off(struct vtest *t, struct vm_area_struct *vma)
+{
+	(void)t;
+	(void)vma;
+	WRITE_ONCE(uprobe_speculate, 0);
+}
+
+Test(lab06, todo3_acts_on_one_reading_of_the_switch)
+{
+	long success, locked;
+	struct vtest t;
+	int id;
+
+	vt_init(&t);
+	sp_layout(&t.mm);
+	vt_act_at(&t, VMA_HOOK_VMA_LOOKUP, switch_off, 1);
+	id = handle_swbp(&t.mm, SP_X);
+	WRITE_ONCE(uprobe_speculate, 1);
+	success = uprobe_event(&t.mm, UPROBE_SPECULATE_SUCCESS);
+	locked = uprobe_event(&t.mm, UPROBE_MMAP_LOCKED);
+	cr_assert(!t.action_left[VMA_HOOK_VMA_LOOKUP], "the hit never looked the VMA up");
+	vt_fini(&t);
+	cr_assert_eq(id, SP_ID_X, "returned uprobe %d, want %d", id, SP_ID_X);
+	cr_assert(success == 1 && locked == 0, "the switch was on when the hit read it and the "
+		  "speculation succeeded (uprobe_speculate_success = %ld), yet the hit also took "
+		  "mmap_lock (uprobe_mmap_locked = %ld): the switch was turned off meanwhile, and "
+		  "the hit read it again. Read it once and act on that reading", success, locked);
+}
+
+/*
+ * Hits of SP_X against a writer cycling P through six states. First a
+ * forced prefix (code/vma/tests/spec_stress.h): 60 hits in the test's
+ * thread alone, every 3rd hook inside a speculative lookup making writer
+ * steps, the same on every run; then readers, the writer and a mapper
+ * run free, perturbing the same way. Each answer must be one a state
+ * between the hit's start and end gives.
  */
 Test(lab06, todo3_stress_answers_match_a_state_of_the_writer)
 {

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 
 #include "scenarios.h"
-#include "stress.h"
+#include "sweep.h"
 #include "ttest.h"
 
 /*
@@ -150,6 +150,71 @@ Test(lab07, todo2_fault_queued_folio_is_marked)
 	tt_fini(&t);
 }
 
+/*
+ * 6.12 queues a new PMD-size THP at fault as a candidate for the
+ * underused-THP shrinker (deferred_split_folio(folio, false)): queued,
+ * not partially mapped, and not counted as thp_deferred_split_page. A
+ * later partial unmap finds it queued: it marks it and counts it then.
+ */
+Test(lab07, todo2_thp_queued_at_fault_is_counted_when_it_becomes_partially_mapped)
+{
+	struct ttest t;
+	struct folio *f = &t.folio[0];
+
+	tt_init(&t, true, true);
+	do_anonymous_large_fault(f);
+	cr_assert(tt_on_queue(&t, f) && t.ds.split_queue_len == 1,
+		  "split_underused_thp: F must be queued at fault, once (split_queue_len %lu)",
+		  t.ds.split_queue_len);
+	cr_assert(!folio_test_partially_mapped(f), "F is fully mapped: not partially mapped");
+	cr_assert_eq(ev(&t, THP_DEFERRED_SPLIT_PAGE), 0, "thp_deferred_split_page = %ld after "
+		     "the fault, want 0: it counts folios that became partially mapped, and F "
+		     "was queued as a whole THP", ev(&t, THP_DEFERRED_SPLIT_PAGE));
+	cr_assert_eq(ev(&t, SPLIT_QUEUE_LOCK_FAULT), 1);
+	zap_present_ptes(f, 0, 8);
+	cr_assert(folio_test_partially_mapped(f), "F lost 8 pages: it must be marked");
+	cr_assert_eq(ev(&t, THP_DEFERRED_SPLIT_PAGE), 1, "thp_deferred_split_page = %ld after "
+		     "the partial unmap, want 1: F became partially mapped now, though it was "
+		     "queued before", ev(&t, THP_DEFERRED_SPLIT_PAGE));
+	cr_assert_eq(t.ds.split_queue_len, 1, "split_queue_len %lu, want 1 (F queued once)",
+		     t.ds.split_queue_len);
+	cr_assert_eq(tt_queued(&t), 1);
+	tt_fini(&t);
+}
+
+/*
+ * The underused THP's way through the shrinker: a fault-queued F that
+ * thp_underused() finds mostly zero is split (thp_underused_split_page);
+ * one that is not is forgotten, and its first partial unmap queues it
+ * again.
+ */
+Test(lab07, todo2_thp_queued_at_fault_is_split_if_underused_or_queued_again_later)
+{
+	struct ttest t;
+	struct folio *u = &t.folio[0], *f = &t.folio[1];
+
+	tt_init(&t, true, true);
+	do_anonymous_large_fault(u);
+	do_anonymous_large_fault(f);
+	u->underused = true;
+	cr_assert_eq(t.ds.split_queue_len, 2, "both THPs are queued at fault (split_queue_len "
+		     "%lu, want 2)", t.ds.split_queue_len);
+	deferred_split_scan(&t.ds, 0);
+	cr_assert(!folio_test_large(u), "U was queued at fault and is underused: the shrinker "
+		  "splits it");
+	cr_assert_eq(ev(&t, THP_UNDERUSED_SPLIT_PAGE), 1, "thp_underused_split_page = %ld, want 1",
+		     ev(&t, THP_UNDERUSED_SPLIT_PAGE));
+	cr_assert(folio_test_large(f) && !tt_on_queue(&t, f), "F is neither partially mapped nor "
+		  "underused: the shrinker forgets it (off the queue, not split)");
+	cr_assert_eq(t.ds.split_queue_len, 0, "split_queue_len %lu, want 0", t.ds.split_queue_len);
+	zap_present_ptes(f, 0, 8);
+	cr_assert(tt_on_queue(&t, f) && folio_test_partially_mapped(f), "F's first partial unmap "
+		  "after the shrinker forgot it must queue and mark it again");
+	cr_assert_eq(t.ds.split_queue_len, 1);
+	cr_assert_eq(ev(&t, DEFERRED_SPLIT_LOCK_TAKEN), 1);
+	tt_fini(&t);
+}
+
 Test(lab07, todo2_shrinker_forgot_it_between_check_and_lock)
 {
 	struct scn_result r;
@@ -208,6 +273,31 @@ Test(lab07, todo3_unqueue_takes_off_the_flag_and_says_so)
 	tt_fini(&t);
 }
 
+/*
+ * A THP queued at fault and never partially mapped, then unmapped whole:
+ * it is queued though its partially_mapped flag is clear. Freeing it must
+ * take it off the queue all the same.
+ */
+Test(lab07, todo3_free_unqueues_a_thp_queued_at_fault)
+{
+	char why[160];
+	struct ttest t;
+	struct folio *f = &t.folio[0];
+
+	tt_init(&t, true, true);
+	do_anonymous_large_fault(f);
+	zap_present_ptes(f, 0, HPAGE_PMD_NR);
+	cr_assert(atomic_load(&f->freed), "F lost every mapping: it must be freed");
+	cr_assert(!tt_on_queue(&t, f), "F was freed but is still on split_queue: it was queued at "
+		  "fault and never marked partially mapped; the free path must look at the queue, "
+		  "not at the flag");
+	cr_assert_eq(t.ds.split_queue_len, 0, "split_queue_len %lu, want 0", t.ds.split_queue_len);
+	cr_assert_eq(ev(&t, SPLIT_QUEUE_LOCK_FREE), 1, "split_queue_lock taken %ld times by the "
+		     "free path, want 1", ev(&t, SPLIT_QUEUE_LOCK_FREE));
+	cr_assert(!deferred_split_check(&t.ds, t.folio, 1, why, sizeof(why)), "%s", why);
+	tt_fini(&t);
+}
+
 Test(lab07, todo3_free_of_an_unqueued_folio_takes_no_lock)
 {
 	struct scn_result r;
@@ -240,15 +330,18 @@ Test(lab07, todo3_unmapped_while_the_shrinker_holds_it)
 	cr_assert_eq(r.len, 0);
 }
 
-Test(lab07, todo3_stress_keeps_the_invariants)
+/*
+ * Forced schedules (code/thp/tests/sweep.h): 500 rounds, three THPs
+ * through sixteen random steps each (faults, unmaps of a quarter, frees,
+ * the shrinker, underused or not), one step run inside another at a hook
+ * point where it holds no lock, the early check and queueing at fault
+ * chosen per round. The queue is checked after every step. The same
+ * rounds on every run: the failing one is named.
+ */
+Test(lab07, todo3_forced_schedules_of_unmaps_frees_and_the_shrinker)
 {
-	struct stress_cfg cfg = { .threads = 2, .folios = 3, .order = 4, .hits = 4,
-				  .ops = 1000, .early_check = true, .shrinker = true };
-	struct stress_result r;
+	struct thp_sweep_result r;
 
-	stress_run(&cfg, &r);
+	thp_sweep(7, 500, &r);
 	cr_assert(r.ok, "%s", r.why);
-	cfg.early_check = false;
-	stress_run(&cfg, &r);
-	cr_assert(r.ok, "switch off: %s", r.why);
 }

@@ -58,6 +58,9 @@ PROG = "labs/kernel/klab.py"
 GUEST_SETTINGS = "sysctl.kernel.hung_task_timeout_secs=30 sysctl.kernel.hung_task_panic=1"
 BOOT_BUDGET = 300       # seconds from QEMU's start to /init's first line
 RUN_GRACE = 45          # seconds past a run's own limit before the host stops the guest
+# The configuration a lab's kernel is (and whose objects seed its build): the
+# debug kernel. A later configuration (say build.sh --debug --tools) goes here.
+SEED_FLAGS = ["--debug"]
 
 
 def usage(out=sys.stderr):
@@ -158,7 +161,7 @@ def series_patches():
 # ------------------------------------------------------- the kernel cache
 
 def cache_info():
-    r = subprocess.run([os.path.join(HERE, "build.sh"), "--debug", "--info"],
+    r = subprocess.run([os.path.join(HERE, "build.sh")] + SEED_FLAGS + ["--info"],
                        capture_output=True, text=True)
     if r.returncode != 0:
         die(f"build.sh --debug --info failed: {r.stderr.strip()}")
@@ -175,7 +178,7 @@ def ensure_debug_kernel():
     if info.get("built") != "1" or not os.path.isfile(os.path.join(info["obj"], "vmlinux")):
         say("building the debug kernel first (labs/kernel/build.sh --debug; a cold build takes "
             "6 to 30 minutes on 2 cores)")
-        if subprocess.run(["timeout", "-k", "10", "5400", os.path.join(HERE, "build.sh"), "--debug"]).returncode:
+        if subprocess.run(["timeout", "-k", "10", "5400", os.path.join(HERE, "build.sh")] + SEED_FLAGS).returncode:
             die("the debug kernel did not build (labs/kernel/build.sh --debug)")
         info = cache_info()
     if subprocess.run([os.path.join(HERE, "mkinitramfs.sh")]).returncode:

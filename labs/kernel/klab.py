@@ -409,7 +409,7 @@ def build(lab, tree, info=None, quiet=False):
     log = os.path.join(out, "build.log")
     jobs = os.environ.get("JOBS", str(os.cpu_count() or 2))
     cmd = ["timeout", "-k", "10", "3600", "make", "-C", tree, f"O={obj}", "ARCH=x86_64",
-           f"LOCALVERSION={info['localversion']}", f"-j{jobs}", "bzImage"]
+           f"LOCALVERSION={info['localversion']}", f"-j{jobs}", "bzImage", "scripts_gdb"]
     if not quiet:
         say(f"build: {rel(tree)} -> {rel(obj)} (make -j{jobs} bzImage; log {rel(log)})")
     t0 = time.time()

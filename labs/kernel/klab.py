@@ -621,7 +621,7 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
         boot = boot_and_run(lab, out, lab.runs)
         verdicts = judge(lab, lab.runs, boot)
     score = print_verdicts(lab, verdicts, label)
-    times = {"build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
+    times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
           f"tests {times['tests_s']:.0f} s")
     if json_path:
@@ -883,6 +883,9 @@ def cmd_mutants(lab, only):
         v, msg = grade_variant(lab, info, tree, m, f"mutant {name}")
         if v is None:
             line = f"mutant {name}: does not apply: FAIL\n{msg}"
+            bad += 1
+        elif not msg["built"]:
+            line = f"mutant {name}: does not build (a wrong answer must compile): FAIL"
             bad += 1
         else:
             failed = [x["name"] for x in v if not x["pass"]]

@@ -186,6 +186,25 @@ def ensure_debug_kernel():
     return info
 
 
+def synced_cache():
+    """Call with CacheLock held: the shared tree and the debug objects hold this series.
+
+    Other checkouts with another series share the cached tree (and, with
+    the same configuration, the objects): build.sh --sync puts ours back
+    (only the files that differ get new mtimes, so make stays incremental).
+    """
+    info = cache_info()
+    if info.get("treeseries") != info["series"] or info.get("objseries") != info["series"]:
+        say(f"the kernel cache holds another state of the series (tree {info.get('treeseries')}, "
+            f"objects {info.get('objseries')}, ours {info['series']}): build.sh --sync")
+        r = subprocess.run(["timeout", "-k", "10", "5400", os.path.join(HERE, "build.sh")] + SEED_FLAGS +
+                           ["--sync"], env=dict(os.environ, MMLOCKS_BUILD_LOCKED="1"))
+        info = cache_info()
+        if r.returncode or info.get("treeseries") != info["series"] or info.get("objseries") != info["series"]:
+            die("build.sh --sync did not bring the cache to this series")
+    return info
+
+
 class CacheLock:
     """build.sh's lock: the cached tree and objects do not change while we copy them."""
     def __enter__(self):
@@ -228,6 +247,7 @@ def make_tree(lab, dst, skeleton=True, git=True):
     tmp = dst + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     with CacheLock():
+        info = synced_cache()
         if subprocess.run(["cp", "-al", info["tree"], tmp]).returncode:
             die(f"cp -al {info['tree']} {tmp} failed (the same file system as the cache?)")
         if os.path.exists(os.path.join(tmp, ".mmlocks-tree")):
@@ -334,7 +354,7 @@ def seed_obj(info, tree, out):
     obj = os.path.join(out, "obj")
     stamp = os.path.join(obj, ".klab-seed.json")
     rtree = os.path.realpath(tree)
-    want = {"cfg": info["cfg"], "tree": rtree}
+    want = {"cfg": info["cfg"], "tree": rtree, "series": info["series"]}
     try:
         have = json.load(open(stamp))
         if all(have.get(k) == v for k, v in want.items()):
@@ -346,6 +366,7 @@ def seed_obj(info, tree, out):
     shutil.rmtree(obj, ignore_errors=True)
     os.makedirs(out, exist_ok=True)
     with CacheLock():
+        info = synced_cache()
         if subprocess.run(["cp", "-a", info["obj"], obj + ".tmp"]).returncode:
             die(f"copying {info['obj']} failed")
     shutil.rmtree(os.path.join(obj + ".tmp", ".tmp"), ignore_errors=True)

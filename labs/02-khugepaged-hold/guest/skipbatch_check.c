@@ -53,7 +53,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --test T     which test run (required, or --quick: holds)\n"
 		"  --vmas N     small VMAs (200..100000, default 2048; quick 500)\n"
-		"  --seconds S  seconds per position (1..60, default 3; quick 2)\n"
+		"  --seconds S  seconds per position (1..60, default 3; quick 1)\n"
 		"  --batch B    khugepaged_skip_batch of the test (2..4096, default 64)\n"
 		"  --verbose    also copy the traced lines to stderr (the console)\n"
 		"  --quick      small settings (the smoke boot)\n"
@@ -425,7 +425,7 @@ int main(int argc, char **argv)
 	};
 	static const struct mg_opt o[] = {
 		MG_INT("vmas", &opt.vmas, 200, 100000, 500),
-		MG_INT("seconds", &opt.seconds, 1, 60, 2),
+		MG_INT("seconds", &opt.seconds, 1, 60, 1),
 		MG_INT("batch", &opt.batch, 2, 4096, MG_NO_QUICK),
 		MG_STR("test", &opt.test),
 		MG_FLAG("verbose", &opt.verbose, true),

@@ -320,11 +320,16 @@ def guard(tree):
         if not path:
             continue
         relp = os.path.relpath(path, tree)
+        pristine = os.path.join(meta["pristine"], relp)
+        try:
+            if open(path, "rb").read() == open(pristine, "rb").read():
+                continue    # written back by another tree's guard(): nothing was edited
+        except OSError:
+            pass
         shared_ino = os.stat(path).st_ino
         private_copy(path)
         say(f"warning: {relp} was edited in place while it was a hard link into the kernel cache; "
             f"it is now a file of its own in {rel(tree)}")
-        pristine = os.path.join(meta["pristine"], relp)
         cached = os.path.join(meta["cache_tree"], relp)
         if os.path.isfile(pristine) and os.path.isfile(cached) and os.stat(cached).st_ino == shared_ino:
             with open(pristine, "rb") as src, open(cached, "r+b") as dstf:
@@ -576,6 +581,12 @@ def judge(lab, runs, boot):
         if splat.search(line):
             windows.setdefault(where, []).append(i)
     lockdep = any("Lock dependency validator" in l for l in con)
+    if not boot["stopped"]:
+        panic = next((l.strip() for l in con if "Kernel panic" in l), None)
+        if boot["rc"] == 3 or panic:
+            boot["stopped"] = f"the kernel panicked: {panic or '(no panic line on the console)'}"
+        elif boot["rc"] not in (0, None):
+            boot["stopped"] = f"run-qemu.sh exit {boot['rc']}"
     rel_ok = str(guest.get("release", "")).endswith("-debug")
     verdicts = []
     for r in runs:
@@ -595,7 +606,7 @@ def judge(lab, runs, boot):
                 v["reason"] = (f"the guest ran {guest.get('release', '?')}: not a -debug kernel with lockdep")
             elif r["name"] not in begins:
                 v["reason"] = ("not run: the guest stopped before it" +
-                               (f" ({boot['stopped']})" if boot["stopped"] else f" (run-qemu.sh exit {boot['rc']})"))
+                               (f" ({boot['stopped']})" if boot["stopped"] else ""))
             elif end is None:
                 v["reason"] = (f"the run never ended: {boot['stopped'] or 'the guest stopped'} "
                                f"(a hang or a panic? see {rel(boot['console'])})")

@@ -656,10 +656,32 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
     times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
           f"tests {times['tests_s']:.0f} s")
+    style = style_check(tree) if not quiet else None
+    if style:
+        print(f"{lab.slug}: {style}")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times}, f, indent=1)
+            json.dump({"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times,
+                       "checkpatch": style}, f, indent=1)
     return verdicts, times
+
+
+def style_check(tree):
+    """checkpatch.pl --strict on `git diff skeleton` (commits and working tree): a line, not a score."""
+    if not os.path.isdir(os.path.join(tree, ".git")):
+        return None
+    diff = subprocess.run(["git", "-C", tree, "diff", "skeleton"], capture_output=True, text=True).stdout
+    if not diff.strip():
+        return "checkpatch.pl --strict: no change since `skeleton` yet"
+    c = subprocess.run(["perl", os.path.join(tree, "scripts", "checkpatch.pl"), "--strict", "--no-signoff",
+                        "--terse", "--no-summary", "--ignore", "COMMIT_MESSAGE,MISSING_SIGN_OFF", "-"],
+                       cwd=tree, input=diff, capture_output=True, text=True)
+    kinds = {k: sum(f": {k}:" in l for l in c.stdout.split("\n")) for k in ("ERROR", "WARNING", "CHECK")}
+    if not any(kinds.values()):
+        return "checkpatch.pl --strict on your diff: clean"
+    first = next(l for l in c.stdout.split("\n") if any(f": {k}:" in l for k in kinds))
+    return (f"checkpatch.pl --strict on your diff: {kinds['ERROR']} errors, {kinds['WARNING']} warnings, "
+            f"{kinds['CHECK']} checks (first: {first.strip()}; make kernel-patch shows all)")
 
 
 # ------------------------------------------------- shell, gdb and patch

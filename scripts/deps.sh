@@ -8,7 +8,8 @@ PKGS="build-essential pkg-config python3 rsync
 pandoc graphviz gnuplot-nox epubcheck chromium nodejs libjs-lunr
 libcriterion-dev liburcu-dev
 qemu-system-x86 busybox-static cpio xz-utils gzip
-linux-source-6.12 bc bison flex libelf-dev libssl-dev"
+linux-source-6.12 bc bison flex libelf-dev libssl-dev
+linux-perf trace-cmd"
 
 check_only=0
 case "${1:-}" in

@@ -15,7 +15,8 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 	--resource-path=.
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
-	skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference
+	skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference \
+	kernel-tree kernel-grade kernel-shell qemu-gdb kernel-patch kernel-check kernel-mutants kernel-bench
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -209,6 +210,44 @@ kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-
 
 debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
 	@labs/kernel/debug-check.sh --no-build
+
+# ------------------------------------------------ kernel labs (klab.py)
+# A lab's kernel part: the student writes the heart of one of our patches
+# in the real 6.12 tree (work/kernel/NN-slug/, a git repository), graded
+# under the debug configuration. Not part of `make` or `make test` (a debug
+# kernel build, then a boot per grade); .ci/run proves the graders after
+# `make test`. labs/kernel/README.md, "Kernel labs".
+KLAB_LABS := $(patsubst labs/%/kernel/tests,%,$(wildcard labs/*/kernel/tests))
+need-lab = @[ -n "$(LAB)" ] || { echo "make $@: give LAB=NN (kernel parts: $(KLAB_LABS))" >&2; exit 2; }
+kernel-tree: deps ## your kernel tree for a lab: work/kernel/NN-slug/ (LAB=NN; DST=dir for another)
+	$(need-lab)
+	@labs/kernel/klab.py tree $(LAB) $(if $(DST),--dst $(call shq,$(DST)))
+
+kernel-grade: ## build, boot and grade your kernel tree (LAB=NN [TREE=dir])
+	$(need-lab)
+	@labs/kernel/klab.py grade $(LAB) $(if $(TREE),--tree $(call shq,$(TREE)))
+
+kernel-shell: ## build your kernel tree and boot it to a shell (LAB=NN [TREE=dir])
+	$(need-lab)
+	@labs/kernel/klab.py shell $(LAB) $(if $(TREE),--tree $(call shq,$(TREE)))
+
+qemu-gdb: ## boot your kernel tree halted and attach gdb with vmlinux (LAB=NN [TREE=dir] [PORT=n])
+	$(need-lab)
+	@labs/kernel/klab.py gdb $(LAB) $(if $(TREE),--tree $(call shq,$(TREE))) $(if $(PORT),--port $(PORT))
+
+kernel-patch: ## your commits as mail-ready patches, checked by checkpatch.pl --strict (LAB=NN)
+	$(need-lab)
+	@labs/kernel/klab.py patch $(LAB) $(if $(TREE),--tree $(call shq,$(TREE)))
+
+kernel-check: deps ## prove the kernel graders: the solution passes, the skeleton fails exactly its tests ([LAB=NN])
+	@for l in $(or $(LAB),$(KLAB_LABS)); do labs/kernel/klab.py check $$l || exit 1; done
+
+kernel-mutants: deps ## prove every committed wrong kernel answer is rejected by its named test ([LAB=NN])
+	@for l in $(or $(LAB),$(KLAB_LABS)); do labs/kernel/klab.py mutants $$l || exit 1; done
+
+kernel-bench: deps ## time one edit of a kernel part to its graded result: build, boot, tests (LAB=NN)
+	$(need-lab)
+	@labs/kernel/klab.py bench $(LAB)
 
 # Not part of `make` or `make test` either: a second kernel build and 6+ boots.
 compare-stock: deps ## stock vs patched 6.12, booted alternately: fault_scale patched/stock per pattern, +-5 % (results/compare-stock-<UTC time>/)

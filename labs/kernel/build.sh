@@ -21,7 +21,7 @@ PROG=labs/kernel/build.sh
 
 usage() {
 	cat <<EOF
-usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--debug] [--clean-cache] [--help]
+usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--debug] [--info] [--clean-cache] [--help]
 
 Builds the x86_64 mmlocks kernel: 'make ARCH=x86_64 tinyconfig', merged with
 labs/kernel/config.fragment, patched with labs/kernel/patches/series, built
@@ -34,6 +34,10 @@ rebuilds incrementally.
   --no-patches   build the stock kernel (empty series), same config
   --debug        also merge labs/kernel/config.debug (lockdep, DEBUG_VM, ...):
                  the debug kernel, cached separately, release suffix -debug
+  --info         print the cache paths and keys of this configuration as
+                 shell words (tree= obj= image= key= cfg= series= pristine=
+                 localversion= built=0|1) and exit: builds nothing
+                 (labs/kernel/klab.py reads them)
   --clean-cache  delete cached trees, build directories and images
                  (keeps the pristine source), then exit
   --help         this text
@@ -46,7 +50,7 @@ die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 say() { echo "$PROG: $*"; }
 
-OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0 DEBUG=0
+OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0 DEBUG=0 INFO=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--jobs=*) JOBS=${1#--jobs=}; shift ;;
 	--no-patches) NOPATCH=1; shift ;;
 	--debug) DEBUG=1; shift ;;
+	--info) INFO=1; shift ;;
 	--clean-cache) CLEAN=1; shift ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
@@ -68,8 +73,9 @@ esac
 
 CACHE=${MMLOCKS_CACHE:-$HOME/.cache/mmlocks}
 mkdir -p "$CACHE"
-exec 9>"$CACHE/build.lock"
-if ! flock -n 9; then
+# --info only reads: it takes no lock (and says whether the image exists).
+[ "$INFO" = 1 ] || exec 9>"$CACHE/build.lock"
+if [ "$INFO" = 0 ] && ! flock -n 9; then
 	say "waiting for another build (lock $CACHE/build.lock)"
 	flock 9
 fi
@@ -98,7 +104,7 @@ if [ "$DEBUG" = 1 ]; then
 fi
 
 # ---- stage: unpack (pristine tree) ------------------------------------------
-say "unpack"
+[ "$INFO" = 1 ] || say "unpack"
 PRISTINE=$("$HERE/linux-source.sh")
 [ -f "$PRISTINE/Makefile" ] || die "linux-source.sh gave '$PRISTINE', which has no Makefile"
 mkvar() { sed -n "s/^$1 *= *//p" "$PRISTINE/Makefile" | head -n1; }
@@ -131,6 +137,19 @@ KEY=$( { echo "$VKEY"; echo "$SERIES_HASH"; echo "$CFG_HASH"; } | sha256sum | cu
 TREE=$CACHE/tree/$VKEY
 OBJ=$CACHE/obj/$VKEY-c$CFG_HASH
 IMG=$CACHE/images/$KEY
+
+# Patched kernels say so in uname -r; --no-patches builds are plain $KVER.
+LOCALVER=-mmlocks
+[ ${#PATCHES[@]} -gt 0 ] || LOCALVER=
+[ "$DEBUG" = 0 ] || LOCALVER=$LOCALVER-debug
+
+if [ "$INFO" = 1 ]; then
+	built=0
+	[ -f "$IMG/bzImage" ] && built=1
+	printf '%s=%q\n' tree "$TREE" obj "$OBJ" image "$IMG" key "$KEY" cfg "$CFG_HASH" \
+		series "$SERIES_HASH" pristine "$PRISTINE" localversion "$LOCALVER" built "$built"
+	exit 0
+fi
 
 # Fragment options: "CONFIG_X=v" or "# CONFIG_X is not set", as they must
 # appear in the final .config.
@@ -185,10 +204,6 @@ LOG=$OBJ/build.log
 # tmpfs) must not break a long build.
 export TMPDIR=$OBJ/.tmp
 mkdir -p "$TMPDIR"
-# Patched kernels say so in uname -r; --no-patches builds are plain $KVER.
-LOCALVER=-mmlocks
-[ ${#PATCHES[@]} -gt 0 ] || LOCALVER=
-[ "$DEBUG" = 0 ] || LOCALVER=$LOCALVER-debug
 MAKE=(make -C "$TREE" O="$OBJ" ARCH=x86_64 LOCALVERSION="$LOCALVER")
 if [ ! -f "$OBJ/.mmlocks-config" ]; then
 	say "config: tinyconfig + $(for f in "${FRAGS[@]}"; do printf '%s ' "$(basename "$f")"; done)-> $OBJ"

@@ -25,6 +25,8 @@ usage: $PROG [options]
                        --interactive: build/qemu-console.log)
   --interactive        console on this terminal, mode=shell unless --append
                        sets a mode; capped at 4 hours (Ctrl-A X kills QEMU)
+  --gdb PORT           QEMU's gdb stub on 127.0.0.1:PORT, CPUs halted until
+                       gdb continues them (-gdb tcp:...,-S; make qemu-gdb)
   --accel auto|kvm|tcg auto (default): KVM if a probe boot under KVM works
                        on this host (verdict cached in build/), else TCG
   --help               this text
@@ -40,7 +42,7 @@ note() { echo "$PROG: $*" >&2; }
 
 KERNEL=$TOP/build/kernel/bzImage
 INITRD=$TOP/build/initramfs.cpio.gz
-APPEND= TIMEOUT=600 RESULTS= CONLOG= INTERACTIVE=0 ACCEL=auto
+APPEND= TIMEOUT=600 RESULTS= CONLOG= INTERACTIVE=0 ACCEL=auto GDBPORT=
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -53,12 +55,15 @@ while [ $# -gt 0 ]; do
 	--console-log) need "$@"; CONLOG=$2; shift 2 ;;
 	--interactive) INTERACTIVE=1; shift ;;
 	--accel) need "$@"; ACCEL=$2; shift 2 ;;
+	--gdb) need "$@"; GDBPORT=$2; shift 2 ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
 done
 case "$TIMEOUT" in ''|*[!0-9]*) die_usage "--timeout must be a number of seconds, got '$TIMEOUT'" ;; esac
 { [ "$TIMEOUT" -ge 1 ] && [ "$TIMEOUT" -le 86400 ]; } || die_usage "--timeout must be 1..86400, got $TIMEOUT"
 case "$ACCEL" in auto|kvm|tcg) ;; *) die_usage "--accel must be auto, kvm or tcg, got '$ACCEL'" ;; esac
+case "$GDBPORT" in ''|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]|[1-9][0-9][0-9][0-9]|[1-6][0-9][0-9][0-9][0-9]) ;;
+*) die_usage "--gdb needs a TCP port number, got '$GDBPORT'" ;; esac
 case "$APPEND" in *\"*|*\'*) die_usage "--append: no quotes in kernel command line words" ;; esac
 
 VCPUS=${VCPUS:-2}
@@ -100,6 +105,7 @@ qemu_cmd() {   # $1 accel, $2 cpu, $3 console chardev spec, $4 results spec, $5 
 		-accel "$1" -cpu "$2" -smp "$VCPUS" -m "$mem_mib"
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$BASE_APPEND $5"
 		-chardev "$3" -serial chardev:con0 -serial "$4")
+	[ -z "$GDBPORT" ] || QCMD+=(-gdb "tcp:127.0.0.1:$GDBPORT" -S)
 }
 
 # ---- accelerator ------------------------------------------------------------
@@ -121,6 +127,7 @@ probe_kvm() {
 	if [ -n "$hit" ]; then
 		echo "$hit"; return
 	fi
+	local GDBPORT=   # the probe boot never waits for gdb
 	note "probing KVM with a short boot (console: ${plog#$TOP/}, QEMU errors: ${plog%.log}.err)"
 	qemu_cmd kvm host "file,id=con0,path=$plog" null "mmlocks.mode=probe"
 	timeout -k 5 30 "${QCMD[@]}" </dev/null >"${plog%.log}.err" 2>&1

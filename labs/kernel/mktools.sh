@@ -24,7 +24,8 @@ Writes a gzip'd cpio archive (default build/tools.cpio.gz) holding
   /usr/bin/mmlocks-tool               run a tool, its output as JSON lines
                                       (labs/kernel/tools/mmlocks-tool)
   /labs/tools_smoke                   the tools check of the smoke boot (make test)
-  /labs/tools/*                       the other guest scripts of labs/kernel/tools/
+  /labs/tools/*                       the other guest scripts of labs/kernel/tools/,
+                                      and its *.c compiled static (contend)
 Nothing is rebuilt when no input changed (hash in FILE.stamp).
 
   --out FILE     the tools archive (default build/tools.cpio.gz)
@@ -36,7 +37,7 @@ Nothing is rebuilt when no input changed (hash in FILE.stamp).
   --help         this text
 
 Environment: PERF (default: perf on PATH), TRACE_CMD (default: trace-cmd on
-PATH), SOURCE_DATE_EPOCH. Packages: linux-perf, trace-cmd (scripts/deps.sh).
+PATH), CC (default gcc), SOURCE_DATE_EPOCH. Packages: linux-perf, trace-cmd (scripts/deps.sh).
 Exit status: 0 written, 1 error, 2 usage.
 EOF
 }
@@ -81,6 +82,7 @@ LIBS=$( { libs_of "$PERF"; libs_of "$TRACE_CMD";
 inputs_hash() {
 	{
 		echo "epoch ${SOURCE_DATE_EPOCH:-0}"
+		echo "cc $("${CC:-gcc}" --version | head -n1)"
 		sha256sum "$0" "$PERF" "$TRACE_CMD" "$TOOLDIR"/*
 		for l in $LIBS; do echo "$l $(sha256sum <"$l" | cut -c1-64)"; done
 		for p in "$PLUGINS"/*.so; do [ -f "$p" ] && sha256sum "$p"; done
@@ -111,8 +113,13 @@ if [ "$FORCE" = 1 ] || [ ! -f "$OUT" ] || [ "$(cat "$OUT.stamp" 2>/dev/null)" !=
 	# lab programs (--help, --quick); the other scripts go to /labs/tools/.
 	install -m 755 "$TOOLDIR/tools_smoke" "$R/labs/tools_smoke"
 	for f in "$TOOLDIR"/*; do
-		case "$(basename "$f")" in mmlocks-tool|tools_smoke) continue ;; esac
-		install -m "$([ -x "$f" ] && echo 755 || echo 644)" "$f" "$R/labs/tools/$(basename "$f")"
+		case "$(basename "$f")" in
+		mmlocks-tool|tools_smoke) ;;
+		*.c)	# a workload of the checks: static, like the lab programs
+			"${CC:-gcc}" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread "$f" \
+				-o "$R/labs/tools/$(basename "$f" .c)" || die "compile error in ${f#$TOP/}" ;;
+		*) install -m "$([ -x "$f" ] && echo 755 || echo 644)" "$f" "$R/labs/tools/$(basename "$f")" ;;
+		esac
 	done
 	# The same newc writer as mkinitramfs.sh: sorted, root-owned, fixed mtime.
 	python3 - "$R" "$WORK/tools.cpio.gz" "${SOURCE_DATE_EPOCH:-0}" <<'EOF'

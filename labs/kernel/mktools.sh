@@ -24,8 +24,10 @@ Writes a gzip'd cpio archive (default build/tools.cpio.gz) holding
   /usr/bin/mmlocks-tool               run a tool, its output as JSON lines
                                       (labs/kernel/tools/mmlocks-tool)
   /labs/tools_smoke                   the tools check of the smoke boot (make test)
-  /labs/tools/*                       the other guest scripts of labs/kernel/tools/,
-                                      and its *.c compiled static (contend)
+  /labs/tools/*                       the other guest scripts of labs/kernel/tools/
+                                      (agree), its *.c compiled static (contend, stamp)
+  /etc/mmlocks/experiments            labs/kernel/experiments, then
+                                      labs/kernel/tools/experiments (agree-*, tools-smoke)
 Nothing is rebuilt when no input changed (hash in FILE.stamp).
 
   --out FILE     the tools archive (default build/tools.cpio.gz)
@@ -83,7 +85,7 @@ inputs_hash() {
 	{
 		echo "epoch ${SOURCE_DATE_EPOCH:-0}"
 		echo "cc $("${CC:-gcc}" --version | head -n1)"
-		sha256sum "$0" "$PERF" "$TRACE_CMD" "$TOOLDIR"/*
+		sha256sum "$0" "$PERF" "$TRACE_CMD" "$TOOLDIR"/* "$HERE/experiments"
 		for l in $LIBS; do echo "$l $(sha256sum <"$l" | cut -c1-64)"; done
 		for p in "$PLUGINS"/*.so; do [ -f "$p" ] && sha256sum "$p"; done
 		true
@@ -100,6 +102,7 @@ if [ "$FORCE" = 1 ] || [ ! -f "$OUT" ] || [ "$(cat "$OUT.stamp" 2>/dev/null)" !=
 	cp -L "$TRACE_CMD" "$R/usr/bin/trace-cmd"
 	ln -s ../usr/bin/perf "$R/bin/perf"
 	ln -s ../usr/bin/trace-cmd "$R/bin/trace-cmd"
+	ln -s ../usr/bin/mmlocks-tool "$R/bin/mmlocks-tool"
 	for l in $LIBS; do
 		mkdir -p "$R$(dirname "$l")"
 		cp -L "$l" "$R$l"     # the file itself, under the name ldd gave
@@ -114,13 +117,16 @@ if [ "$FORCE" = 1 ] || [ ! -f "$OUT" ] || [ "$(cat "$OUT.stamp" 2>/dev/null)" !=
 	install -m 755 "$TOOLDIR/tools_smoke" "$R/labs/tools_smoke"
 	for f in "$TOOLDIR"/*; do
 		case "$(basename "$f")" in
-		mmlocks-tool|tools_smoke) ;;
+		mmlocks-tool|tools_smoke|experiments) ;;
 		*.c)	# a workload of the checks: static, like the lab programs
 			"${CC:-gcc}" -static -O2 -std=gnu11 -Wall -Wextra -Werror -pthread "$f" \
 				-o "$R/labs/tools/$(basename "$f" .c)" || die "compile error in ${f#$TOP/}" ;;
 		*) install -m "$([ -x "$f" ] && echo 755 || echo 644)" "$f" "$R/labs/tools/$(basename "$f")" ;;
 		esac
 	done
+	# The experiments list: the base image's, then the tools' own lines.
+	mkdir -p "$R/etc/mmlocks"
+	cat "$HERE/experiments" "$TOOLDIR/experiments" >"$R/etc/mmlocks/experiments"
 	# The same newc writer as mkinitramfs.sh: sorted, root-owned, fixed mtime.
 	python3 - "$R" "$WORK/tools.cpio.gz" "${SOURCE_DATE_EPOCH:-0}" <<'EOF'
 import gzip, os, stat, sys

@@ -284,6 +284,9 @@ void mg_restore_all(void)
 {
 	if (getpid() != owner_pid || __atomic_exchange_n(&restoring, 1, __ATOMIC_ACQ_REL))
 		return;
+	/* The end of the last phase, for the tools (not from a signal handler). */
+	if (!mg_stop_signal && getenv("MMLOCKS_MARK"))
+		mark_line("mmlocks restore");
 	/* Children first: they may hold khugepaged work or many VMAs. */
 	for (int i = 0; i < MG_MAX_CHILDREN; i++)
 		if (children[i] > 0)

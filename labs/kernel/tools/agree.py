@@ -84,7 +84,7 @@ def fmt(v, d=1):
 
 # ---- chapter 1 -----------------------------------------------------------------
 PERF_RE = re.compile(r"^\s*(.+?)\s+(\d+)\s+(\d+\.\d+):\s+lock:contention_(begin|end):\s+(0x[0-9a-f]+)\s+\((?:flags|ret)=([^)]*)\)")
-PERF_MM_RE = re.compile(r"^\s*(.+?)\s+(\d+)\s+(\d+\.\d+):\s+mmap_lock:mmap_lock_(start_locking|acquire_returned):\s+(.*)$")
+PERF_MM_RE = re.compile(r"^\s*(.+?)\s+(\d+)\s+(\d+\.\d+):\s+mmap_lock:mmap_lock_(start_locking|acquire_returned|released):\s+(.*)$")
 
 
 def p99_verdict(L, T, B):
@@ -101,7 +101,7 @@ def steal(recs, files, out, md):
     if text is None:
         md.append("**agree-steal: no perf script data** (the tool or the transfer failed).\n")
         return False
-    waits, open_, acqs, start = [], {}, [], {}
+    waits, open_, acqs, start, held = [], {}, [], {}, {}
     for line in text.split("\n"):
         m = PERF_RE.match(line)
         if m:
@@ -113,12 +113,26 @@ def steal(recs, files, out, md):
                 waits.append({"tid": tid, "comm": c0, "t0": t0, "t1": t, "addr": a0, "flags": flags, "ret": arg})
             continue
         m = PERF_MM_RE.match(line)
-        if m and "write=true" in m.group(5):
-            tid, t = int(m.group(2)), float(m.group(3))
-            if m.group(4) == "start_locking":
-                start[tid] = t
-            elif tid in start and "success=true" in m.group(5):
-                acqs.append({"tid": tid, "t0": start.pop(tid), "t1": t})
+        if not m:
+            continue
+        tid, t, kind = int(m.group(2)), float(m.group(3)), m.group(4)
+        if kind == "released":
+            # The end of a write acquisition's hold: its release, or, for
+            # munmap(), which downgrades, the read release after it.
+            if held.get(tid) and (not held[tid].get("down") or "write=false" in m.group(5)):
+                a = held.pop(tid)
+                a["t2"] = t
+            continue
+        if "write=true" not in m.group(5):
+            if kind == "acquire_returned" and tid in held:
+                held[tid]["down"] = True      # mmap_write_downgrade()
+            continue
+        if kind == "start_locking":
+            start[tid] = t
+        elif tid in start and "success=true" in m.group(5):
+            a = {"tid": tid, "t0": start.pop(tid), "t1": t}
+            acqs.append(a)
+            held[tid] = a
     wr = [w for w in waits if "WRITE" in w["flags"] and w["comm"] == "smaps_steal"]
     lock = Counter(w["addr"] for w in wr).most_common(1)
     lock = lock[0][0] if lock else None
@@ -142,6 +156,7 @@ def steal(recs, files, out, md):
         prev_t = b["_t"]
         ws = [(w["t1"] - w["t0"]) * 1e6 for w in wr if w["t0"] >= t_start and w["t1"] <= t_end]
         ac = [(a["t1"] - a["t0"]) * 1e6 for a in acqs if a["t0"] >= t_start and a["t1"] <= t_end]
+        sp = [(a["t2"] - a["t0"]) * 1e6 for a in acqs if "t2" in a and a["t0"] >= t_start and a["t2"] <= t_end]
         calls = b.get("writer_calls", 0)
         per_call = ws + [0.0] * max(0, calls - len(ws))
         pos = "baseline" if b.get("baseline") else "policy %d" % b["rwsem_steal_policy"]
@@ -151,18 +166,20 @@ def steal(recs, files, out, md):
                "program_p99_us": b.get("writer_p99_us"), "program_max_us": b.get("writer_max_us"),
                "tool_acquisitions": len(ac), "tool_acquire_p50_us": round(pct(ac, 50), 1),
                "tool_acquire_p99_us": round(pct(ac, 99), 1), "tool_acquire_max_us": round(max(ac), 1) if ac else 0.0,
+               "tool_span_p99_us": round(pct(sp, 99), 1), "tool_span_max_us": round(max(sp), 1) if sp else 0.0,
                "tool_waits": len(ws), "tool_wait_p50_us": round(pct(per_call, 50), 1),
                "tool_wait_p99_us": round(pct(per_call, 99), 1), "tool_wait_max_us": round(max(ws), 1) if ws else 0.0,
                "tool_wait_total_ms": round(sum(ws) / 1000, 2),
                "lockev_rwsem_sleep_writer": b.get("rwsem_sleep_writer")}
         bl = base.get(b["block"])
         if b.get("baseline") or not bl:
-            rec["verdict_acquire"] = rec["verdict_wait"] = "n/a"
+            rec["verdict_acquire"] = rec["verdict_wait"] = rec["verdict_span"] = "n/a"
         else:
             L, B = b["writer_p99_us"], bl["writer_p99_us"]
             rec["baseline_p99_us"] = B
             rec["verdict_acquire"], g1 = p99_verdict(L, rec["tool_acquire_p99_us"], B)
             rec["verdict_wait"], _ = p99_verdict(L, rec["tool_wait_p99_us"], B)
+            rec["verdict_span"], _ = p99_verdict(L, rec["tool_span_p99_us"], B) if sp else ("n/a", True)
             ok &= g1
         out.append(rec)
         rows.append(rec)
@@ -177,13 +194,16 @@ def steal(recs, files, out, md):
               "so the verdict (on *acquire*) asks that the tool's p99 be at most 1.1x the program's and "
               "short of it by at most the baseline's p99 plus 10 %%; positions whose p99 is within twice the "
               "baseline's have no wait to compare.\n" % (wtid, lock))
-    md.append("| position | calls / acquisitions | p99 latency (program) | p99 acquire | p99 wait (perf lock) | max latency / acquire / wait | verdict (acquire; wait) |")
+    md.append("*Span* adds the hold: start_locking to the release (for munmap(), which downgrades, the read "
+              "release after the downgrade); what a call spends outside it is its own work before and after.\n")
+    md.append("| position | calls / acquisitions | p99 latency (program) | p99 acquire / span | p99 wait (perf lock) | max latency / acquire / wait | verdict (acquire; span; wait) |")
     md.append("|---|---|---:|---:|---:|---|---|")
     for r in rows:
-        md.append("| %s (block %d) | %d / %d | %s us | %s us | %s us | %s / %s / %s us | %s; %s |" % (
+        md.append("| %s (block %d) | %d / %d | %s us | %s / %s us | %s us | %s / %s / %s us | %s; %s; %s |" % (
             r["position"], r["block"], r["program_writer_calls"], r["tool_acquisitions"], fmt(r["program_p99_us"]),
-            fmt(r["tool_acquire_p99_us"]), fmt(r["tool_wait_p99_us"]), fmt(r["program_max_us"]),
-            fmt(r["tool_acquire_max_us"]), fmt(r["tool_wait_max_us"]), r["verdict_acquire"], r["verdict_wait"]))
+            fmt(r["tool_acquire_p99_us"]), fmt(r["tool_span_p99_us"]), fmt(r["tool_wait_p99_us"]),
+            fmt(r["program_max_us"]), fmt(r["tool_acquire_max_us"]), fmt(r["tool_wait_max_us"]),
+            r["verdict_acquire"], r["verdict_span"], r["verdict_wait"]))
     tbl = [r for r in recs if r.get("type") == "tool" and r.get("tool") == "perf lock contention" and r.get("stream") == "out"]
     if tbl:
         md.append("\n`perf lock contention` over the whole run (all positions):\n")
@@ -332,14 +352,15 @@ def split(recs, files, out, md):
             end_t = t
     # The split_queue_lock's address: the contention_begin that follows a
     # lock_contended of the same task (lock_contended names the class).
-    pend, addrs = {}, Counter()
-    for e in ev:
-        if e["ev"] == "lock_contended" and "split_queue_lock" in e["rest"]:
-            pend[e["pid"]] = e["t"]
-        elif e["ev"] == "contention_begin" and e["pid"] in pend:
-            if e["t"] - pend.pop(e["pid"]) < 0.001:
-                addrs[e["rest"].split()[0]] += 1
-    addr = addrs.most_common(1)[0][0] if addrs else None
+    # lock_contended gives the address of the lock's lockdep_map, which
+    # sits inside the spinlock, a few words after the lock word that
+    # contention_begin names: the contention_begin address at most 64
+    # bytes below it.
+    lc_addrs = Counter(int(e["rest"].split()[0], 16) for e in ev
+                       if e["ev"] == "lock_contended" and "split_queue_lock" in e["rest"])
+    cb_addrs = Counter(e["rest"].split()[0] for e in ev if e["ev"] == "contention_begin")
+    near = [a for a in cb_addrs if any(0 <= m - int(a, 16) <= 64 for m in lc_addrs)]
+    addr = max(near, key=lambda a: cb_addrs[a]) if near else None
     cb = [e for e in ev if e["ev"] == "contention_begin" and addr and e["rest"].split()[0] == addr]
     lc = [e for e in ev if e["ev"] == "lock_contended" and "split_queue_lock" in e["rest"]]
     samples = [r for r in recs if r.get("type") == "sample" and r.get("experiment") == "deferred-split"]
@@ -374,18 +395,23 @@ def split(recs, files, out, md):
         ok &= rec["verdict"] == "agree"
         out.append(rec)
         rows.append(rec)
+    lcs = ", ".join("%#x" % a for a in lc_addrs)
+    where = ("the lock word %s: lock_contended names the lock's lockdep_map (%s), a few words further "
+             "into the spinlock" % (addr, lcs) if addr else
+             "none fell within 64 bytes below the lockdep_map that lock_contended names (%s): the "
+             "queued spinlock's slow path was never entered for this lock" % (lcs or "no lock_contended"))
     md.append("## Chapter 7: split_queue_lock, /proc/lock_stat and lock events vs deferred_split's counter\n")
     md.append("The debug kernel (LOCK_STAT). `deferred_split` marks each cell in trace-cmd's instance with "
               "the `&ds_queue->split_queue_lock` line of /proc/lock_stat (MMLOCKS_MARK_LOCK_STAT); the tool "
               "records `lock:lock_contended` (filtered on the class name) and `lock:contention_begin/end` "
-              "(the lock's address %s, taken from the contention_begin that follows a lock_contended of the "
-              "same task). Our counter, `deferred_split_lock_taken`, counts only `deferred_split_folio(folio, "
+              "(%s). Our counter, `deferred_split_lock_taken`, counts only `deferred_split_folio(folio, "
               "true)`'s acquisitions; every THP also takes the lock when the fault queues it "
               "(`deferred_split_folio(folio, false)`, split_underused_thp) and when its free unqueues it "
               "(`__folio_unqueue_deferred_split()`). Agree when lock_stat's acquisitions are our count plus "
               "two per THP faulted (`thp_fault_alloc`), within 5 %% + 8, and lock_stat's contentions equal "
-              "the lock_contended events (within 1). contention_begin counts only waits that reached the "
-              "queued spinlock's slow path, so it can be lower.\n" % addr)
+              "the lock_contended events (within 1). lock_contended fires when the "
+              "first trylock fails; contention_begin only when the queued spinlock's slow path is entered, "
+              "so it can be lower.\n" % where)
     md.append("| threads | check | lock_taken (ours) | + 2 x THPs | lock_stat acquisitions | contentions (lock_stat / lock_contended / contention_begin) | verdict |")
     md.append("|---:|---:|---:|---:|---:|---|---|")
     for r in rows:

@@ -178,7 +178,7 @@ def grade(answer_path, run_path):
     test("todo1_culprit", s and a.get("culprit") == s["culprit"],
          "culprit: %r is not what holds the victim up (one of %s)" % (a.get("culprit"), ", ".join(scenario.CULPRITS)))
     proc = a.get("process", "")
-    test("todo1_process", s and proc in (s["process"], s["process"] + "-h"),
+    test("todo1_process", s and proc == s["process"],
          "process: %r is not the comm of the task that holds the victim's mmap_lock" % proc)
     test("todo1_lock", a.get("lock") in LOCKS, "lock: %r is not the lock the victim waits for" % a.get("lock"))
 
@@ -216,7 +216,7 @@ def grade(answer_path, run_path):
                 why = "trace.txt has %d read holds by %s, the answer %s" % (len(got), h, e.get("holds"))
             elif x is None or abs(max(got) - x) > max(0.05, 0.02 * max(got)):
                 why = "%s's longest hold in trace.txt is %.2f ms, the answer %s" % (h, max(got), e.get("max_hold"))
-            elif not h.startswith(proc) or not proc:
+            elif h != proc:
                 why = "the holder %s is not the answer's process %r" % (h, proc)
             else:
                 ok = True

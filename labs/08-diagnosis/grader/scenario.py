@@ -37,7 +37,7 @@ def scenario(seed):
     s = {"culprit": culprit, "bystander": "svc%d" % names[0], "scanner": "svc%d" % names[1],
          "memreader": "svc%d" % names[2], "switch": SWITCH[culprit]}
     s["process"] = {"smaps_rollup": s["scanner"], "proc_mem": s["memreader"],
-                    "khugepaged": "khugepaged", "uprobe": "victim"}[culprit]
+                    "khugepaged": "khugepaged", "uprobe": "victim-h"}[culprit]
     return s
 
 

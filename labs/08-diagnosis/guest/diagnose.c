@@ -101,7 +101,7 @@ static const char *culprit_process(const struct scenario *s)
 	case 0: return s->scanner;
 	case 1: return s->memreader;
 	case 2: return "khugepaged";
-	default: return "victim"; /* its helper thread, victim-h, hits the uprobe */
+	default: return "victim-h"; /* the victim's own helper threads hit the uprobe */
 	}
 }
 /* endregion: scenario */

@@ -123,7 +123,8 @@ def perf_rows(lines):
     return rows
 
 
-TRACE_RE = re.compile(r"^\s*(.+)-(\d+)\s+\[\d+\]\s+(\d+\.\d+):\s+(mmap_lock_\w+):\s+(.*)$")
+# "[INSTANCE:]  COMM-PID [CPU] SECONDS: EVENT: FIELDS" (trace-cmd report -t)
+TRACE_RE = re.compile(r"^\s*(?:[\w.]+:\s+)?(.+?)-(\d+)\s+\[\d+\]\s+(\d+\.\d+):\s+(mmap_lock_\w+):\s+(.*)$")
 
 
 def holders(trace, victim_pid):

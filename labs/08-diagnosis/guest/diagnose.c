@@ -199,12 +199,13 @@ struct helper_arg {
 };
 
 /*
- * A helper thread, at nice 15: calls the probed or the plain function
+ * A helper thread, at nice 5: calls the probed or the plain function
  * without pause. Each uprobe hit takes this mm's mmap_read_lock under
  * stock 6.12; readers that keep arriving steal the lock ahead of a queued
  * writer until its handoff timeout.
  */
 #define NHELPERS 2
+#define HELPER_NICE 5
 static void *helper(void *p)
 {
 	struct helper_arg *a = p;
@@ -212,7 +213,7 @@ static void *helper(void *p)
 	long sink = 0;
 
 	name_self(a->name);
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 15);
+	setpriority(PRIO_PROCESS, (id_t)gettid(), HELPER_NICE);
 	while (atomic_load(&sh->phase) != PH_STOP)
 		for (int i = 0; i < 64; i++)
 			sink += fn(i);

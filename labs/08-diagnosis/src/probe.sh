@@ -5,15 +5,19 @@
 # Environment: VICTIM=pid, svc1=pid, svc2=pid, svc3=pid (from diagnose).
 echo "pids: victim $VICTIM, svc1 $svc1, svc2 $svc2, svc3 $svc3"
 
+# trace-cmd records into an instance of its own (-B): recording into the
+# top-level buffer would first turn off every event enabled there, the
+# uprobe's among them (a uprobe event that is off is not in the text).
+
 # Which mm is the victim's: the one its own write acquisitions name.
-trace-cmd record -q -e mmap_lock:mmap_lock_acquire_returned -f "common_pid == $VICTIM" \
+trace-cmd record -q -B diag -e mmap_lock:mmap_lock_acquire_returned -f "common_pid == $VICTIM" \
 	-o victim.dat -- sleep 0.5 >/dev/null 2>&1
 mm=$(trace-cmd report -i victim.dat 2>/dev/null | sed -n 's/.* mm=\(0x[0-9a-f]*\) .*write=true.*/\1/p' | head -n 1)
 echo "victim's mm: $mm"
 
 # Who holds that mm's mmap_lock, and for how long: 2 s of its acquisitions
 # and releases, every task's.
-trace-cmd record -q -e mmap_lock:mmap_lock_acquire_returned -f "mm == $mm" \
+trace-cmd record -q -B diag -e mmap_lock:mmap_lock_acquire_returned -f "mm == $mm" \
 	-e mmap_lock:mmap_lock_released -f "mm == $mm" -o trace.dat -- sleep 2 >/dev/null 2>&1
 trace-cmd report -i trace.dat -t >trace.txt 2>/dev/null
 echo "trace.txt: $(wc -l <trace.txt) lines"

@@ -21,7 +21,7 @@ PROG=labs/kernel/build.sh
 
 usage() {
 	cat <<EOF
-usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--debug] [--info] [--clean-cache] [--help]
+usage: $PROG [--out DIR] [--jobs N] [--no-patches] [--debug] [--info] [--sync] [--clean-cache] [--help]
 
 Builds the x86_64 mmlocks kernel: 'make ARCH=x86_64 tinyconfig', merged with
 labs/kernel/config.fragment, patched with labs/kernel/patches/series, built
@@ -37,7 +37,11 @@ rebuilds incrementally.
   --info         print the cache paths and keys of this configuration as
                  shell words (tree= obj= image= key= cfg= series= pristine=
                  localversion= built=0|1) and exit: builds nothing
-                 (labs/kernel/klab.py reads them)
+                 (labs/kernel/klab.py reads them; objseries= is the series
+                 the object directory was last built with, or none)
+  --sync         bring the shared source tree and the object directory to
+                 this series even when its image is cached (other checkouts
+                 with another series share them); klab.py copies both
   --clean-cache  delete cached trees, build directories and images
                  (keeps the pristine source), then exit
   --help         this text
@@ -50,7 +54,7 @@ die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 say() { echo "$PROG: $*"; }
 
-OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0 DEBUG=0 INFO=0
+OUT= JOBS=$(nproc) NOPATCH=0 CLEAN=0 DEBUG=0 INFO=0 SYNC=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
@@ -62,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--no-patches) NOPATCH=1; shift ;;
 	--debug) DEBUG=1; shift ;;
 	--info) INFO=1; shift ;;
+	--sync) SYNC=1; shift ;;
 	--clean-cache) CLEAN=1; shift ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
@@ -74,8 +79,9 @@ esac
 CACHE=${MMLOCKS_CACHE:-$HOME/.cache/mmlocks}
 mkdir -p "$CACHE"
 # --info only reads: it takes no lock (and says whether the image exists).
-[ "$INFO" = 1 ] || exec 9>"$CACHE/build.lock"
-if [ "$INFO" = 0 ] && ! flock -n 9; then
+# MMLOCKS_BUILD_LOCKED=1: the caller (klab.py) holds build.lock already.
+[ "$INFO" = 1 ] || [ "${MMLOCKS_BUILD_LOCKED:-0}" = 1 ] || exec 9>"$CACHE/build.lock"
+if [ "$INFO" = 0 ] && [ "${MMLOCKS_BUILD_LOCKED:-0}" != 1 ] && ! flock -n 9; then
 	say "waiting for another build (lock $CACHE/build.lock)"
 	flock 9
 fi
@@ -146,8 +152,11 @@ LOCALVER=-mmlocks
 if [ "$INFO" = 1 ]; then
 	built=0
 	[ -f "$IMG/bzImage" ] && built=1
+	objseries=$(cat "$OBJ/.mmlocks-series" 2>/dev/null || echo none)
+	treeseries=$(sed -n 's/^series //p' "$CACHE/tree/.$VKEY.state" 2>/dev/null || echo none)
 	printf '%s=%q\n' tree "$TREE" obj "$OBJ" image "$IMG" key "$KEY" cfg "$CFG_HASH" \
-		series "$SERIES_HASH" pristine "$PRISTINE" localversion "$LOCALVER" built "$built"
+		series "$SERIES_HASH" pristine "$PRISTINE" localversion "$LOCALVER" built "$built" \
+		objseries "$objseries" treeseries "${treeseries:-none}"
 	exit 0
 fi
 
@@ -186,7 +195,7 @@ publish() { # copy the image set to $OUT atomically per file
 	say "done: $OUT/bzImage (Linux $(cat "$OUT/kernelrelease"), Debian linux-source-6.12 $PKGVER, key $KEY, ${#PATCHES[@]} patches)"
 }
 
-if [ -f "$IMG/bzImage" ] && [ -f "$IMG/kernelrelease" ] && [ -f "$IMG/config" ]; then
+if [ "$SYNC" = 0 ] && [ -f "$IMG/bzImage" ] && [ -f "$IMG/kernelrelease" ] && [ -f "$IMG/config" ]; then
 	say "cached: key $KEY already built"
 	publish
 	exit 0
@@ -223,6 +232,7 @@ else
 fi
 
 # ---- stage: build -----------------------------------------------------------
+rm -f "$OBJ/.mmlocks-series"    # written again once this series is built
 say "build: make -j$JOBS bzImage (log: $LOG)"
 start=$(date +%s)
 "${MAKE[@]}" -j"$JOBS" bzImage </dev/null >"$LOG" 2>&1 &
@@ -255,6 +265,7 @@ fi
 # --no-print-directory: under `make kernel` MAKEFLAGS carries -w, whose
 # "Entering directory" lines would end up in the release string.
 REL=$("${MAKE[@]}" -s --no-print-directory kernelrelease)
+echo "$SERIES_HASH" >"$OBJ/.mmlocks-series"
 say "build: finished in $(( $(date +%s) - start )) s, kernelrelease $REL"
 
 mkdir -p "$CACHE/images"

@@ -186,6 +186,25 @@ def ensure_debug_kernel():
     return info
 
 
+def synced_cache():
+    """Call with CacheLock held: the shared tree and the debug objects hold this series.
+
+    Other checkouts with another series share the cached tree (and, with
+    the same configuration, the objects): build.sh --sync puts ours back
+    (only the files that differ get new mtimes, so make stays incremental).
+    """
+    info = cache_info()
+    if info.get("treeseries") != info["series"] or info.get("objseries") != info["series"]:
+        say(f"the kernel cache holds another state of the series (tree {info.get('treeseries')}, "
+            f"objects {info.get('objseries')}, ours {info['series']}): build.sh --sync")
+        r = subprocess.run(["timeout", "-k", "10", "5400", os.path.join(HERE, "build.sh")] + SEED_FLAGS +
+                           ["--sync"], env=dict(os.environ, MMLOCKS_BUILD_LOCKED="1"))
+        info = cache_info()
+        if r.returncode or info.get("treeseries") != info["series"] or info.get("objseries") != info["series"]:
+            die("build.sh --sync did not bring the cache to this series")
+    return info
+
+
 class CacheLock:
     """build.sh's lock: the cached tree and objects do not change while we copy them."""
     def __enter__(self):
@@ -228,6 +247,7 @@ def make_tree(lab, dst, skeleton=True, git=True):
     tmp = dst + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     with CacheLock():
+        info = synced_cache()
         if subprocess.run(["cp", "-al", info["tree"], tmp]).returncode:
             die(f"cp -al {info['tree']} {tmp} failed (the same file system as the cache?)")
         if os.path.exists(os.path.join(tmp, ".mmlocks-tree")):
@@ -300,11 +320,16 @@ def guard(tree):
         if not path:
             continue
         relp = os.path.relpath(path, tree)
+        pristine = os.path.join(meta["pristine"], relp)
+        try:
+            if open(path, "rb").read() == open(pristine, "rb").read():
+                continue    # written back by another tree's guard(): nothing was edited
+        except OSError:
+            pass
         shared_ino = os.stat(path).st_ino
         private_copy(path)
         say(f"warning: {relp} was edited in place while it was a hard link into the kernel cache; "
             f"it is now a file of its own in {rel(tree)}")
-        pristine = os.path.join(meta["pristine"], relp)
         cached = os.path.join(meta["cache_tree"], relp)
         if os.path.isfile(pristine) and os.path.isfile(cached) and os.stat(cached).st_ino == shared_ino:
             with open(pristine, "rb") as src, open(cached, "r+b") as dstf:
@@ -334,7 +359,7 @@ def seed_obj(info, tree, out):
     obj = os.path.join(out, "obj")
     stamp = os.path.join(obj, ".klab-seed.json")
     rtree = os.path.realpath(tree)
-    want = {"cfg": info["cfg"], "tree": rtree}
+    want = {"cfg": info["cfg"], "tree": rtree, "series": info["series"]}
     try:
         have = json.load(open(stamp))
         if all(have.get(k) == v for k, v in want.items()):
@@ -346,6 +371,7 @@ def seed_obj(info, tree, out):
     shutil.rmtree(obj, ignore_errors=True)
     os.makedirs(out, exist_ok=True)
     with CacheLock():
+        info = synced_cache()
         if subprocess.run(["cp", "-a", info["obj"], obj + ".tmp"]).returncode:
             die(f"copying {info['obj']} failed")
     shutil.rmtree(os.path.join(obj + ".tmp", ".tmp"), ignore_errors=True)
@@ -409,7 +435,7 @@ def build(lab, tree, info=None, quiet=False):
     log = os.path.join(out, "build.log")
     jobs = os.environ.get("JOBS", str(os.cpu_count() or 2))
     cmd = ["timeout", "-k", "10", "3600", "make", "-C", tree, f"O={obj}", "ARCH=x86_64",
-           f"LOCALVERSION={info['localversion']}", f"-j{jobs}", "bzImage"]
+           f"LOCALVERSION={info['localversion']}", f"-j{jobs}", "bzImage", "scripts_gdb"]
     if not quiet:
         say(f"build: {rel(tree)} -> {rel(obj)} (make -j{jobs} bzImage; log {rel(log)})")
     t0 = time.time()
@@ -555,6 +581,12 @@ def judge(lab, runs, boot):
         if splat.search(line):
             windows.setdefault(where, []).append(i)
     lockdep = any("Lock dependency validator" in l for l in con)
+    if not boot["stopped"]:
+        panic = next((l.strip() for l in con if "Kernel panic" in l), None)
+        if boot["rc"] == 3 or panic:
+            boot["stopped"] = f"the kernel panicked: {panic or '(no panic line on the console)'}"
+        elif boot["rc"] not in (0, None):
+            boot["stopped"] = f"run-qemu.sh exit {boot['rc']}"
     rel_ok = str(guest.get("release", "")).endswith("-debug")
     verdicts = []
     for r in runs:
@@ -574,7 +606,7 @@ def judge(lab, runs, boot):
                 v["reason"] = (f"the guest ran {guest.get('release', '?')}: not a -debug kernel with lockdep")
             elif r["name"] not in begins:
                 v["reason"] = ("not run: the guest stopped before it" +
-                               (f" ({boot['stopped']})" if boot["stopped"] else f" (run-qemu.sh exit {boot['rc']})"))
+                               (f" ({boot['stopped']})" if boot["stopped"] else ""))
             elif end is None:
                 v["reason"] = (f"the run never ended: {boot['stopped'] or 'the guest stopped'} "
                                f"(a hang or a panic? see {rel(boot['console'])})")
@@ -621,13 +653,35 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
         boot = boot_and_run(lab, out, lab.runs)
         verdicts = judge(lab, lab.runs, boot)
     score = print_verdicts(lab, verdicts, label)
-    times = {"build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
+    times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
           f"tests {times['tests_s']:.0f} s")
+    style = style_check(tree) if not quiet else None
+    if style:
+        print(f"{lab.slug}: {style}")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times}, f, indent=1)
+            json.dump({"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times,
+                       "checkpatch": style}, f, indent=1)
     return verdicts, times
+
+
+def style_check(tree):
+    """checkpatch.pl --strict on `git diff skeleton` (commits and working tree): a line, not a score."""
+    if not os.path.isdir(os.path.join(tree, ".git")):
+        return None
+    diff = subprocess.run(["git", "-C", tree, "diff", "skeleton"], capture_output=True, text=True).stdout
+    if not diff.strip():
+        return "checkpatch.pl --strict: no change since `skeleton` yet"
+    c = subprocess.run(["perl", os.path.join(tree, "scripts", "checkpatch.pl"), "--strict", "--no-signoff",
+                        "--terse", "--no-summary", "--ignore", "COMMIT_MESSAGE,MISSING_SIGN_OFF", "-"],
+                       cwd=tree, input=diff, capture_output=True, text=True)
+    kinds = {k: sum(f": {k}:" in l for l in c.stdout.split("\n")) for k in ("ERROR", "WARNING", "CHECK")}
+    if not any(kinds.values()):
+        return "checkpatch.pl --strict on your diff: clean"
+    first = next(l for l in c.stdout.split("\n") if any(f": {k}:" in l for k in kinds))
+    return (f"checkpatch.pl --strict on your diff: {kinds['ERROR']} errors, {kinds['WARNING']} warnings, "
+            f"{kinds['CHECK']} checks (first: {first.strip()}; make kernel-patch shows all)")
 
 
 # ------------------------------------------------- shell, gdb and patch
@@ -883,6 +937,9 @@ def cmd_mutants(lab, only):
         v, msg = grade_variant(lab, info, tree, m, f"mutant {name}")
         if v is None:
             line = f"mutant {name}: does not apply: FAIL\n{msg}"
+            bad += 1
+        elif not msg["built"]:
+            line = f"mutant {name}: does not build (a wrong answer must compile): FAIL"
             bad += 1
         else:
             failed = [x["name"] for x in v if not x["pass"]]

@@ -220,15 +220,17 @@ static int test_retake(void)
 
 /* ---- kill: SIGKILL while queued in the nosteal retake ------------------ */
 
+/* Completed fork()s of the target, in a page it shares with us. */
+static volatile unsigned long *forks;
+
 static void forker(int ready_fd, void *arg)
 {
 	struct sigaction sa = { .sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT };
-	int err;
 	char ok = 1;
 
 	(void)arg;
 	sigaction(SIGCHLD, &sa, NULL); /* children are reaped by the kernel */
-	if ((err = mg_map_small_vmas(SMALL_BASE, (size_t)opt.vmas)))
+	if (mg_map_small_vmas(SMALL_BASE, (size_t)opt.vmas))
 		_exit(1);
 	if (write(ready_fd, &ok, 1) != 1)
 		_exit(1);
@@ -241,6 +243,8 @@ static void forker(int ready_fd, void *arg)
 			_exit(0);
 		if (c < 0)
 			mg_sleep_us(1000);
+		else
+			__atomic_fetch_add(forks, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -262,16 +266,29 @@ static void smaps_proc_reader(int ready_fd, void *arg)
 		mg_read_file(path, buf, 1 << 16);
 }
 
+/*
+ * A reader's first mmap_read_lock_killable() waits for the fork under way;
+ * once it has the lock it walks until the next fork() queues, drops the
+ * lock and waits in the nosteal retake for that whole fork. So a reader is
+ * killed only after at least two forks completed since it started: it is
+ * then most likely queued in the retake.
+ */
 static int test_kill(void)
 {
 	struct reader_arg ra;
 	pid_t rd[MAX_READERS];
+	unsigned long born[MAX_READERS];
 	long long kills = 0, fail0, nost0;
 	uint64_t end;
 	unsigned int seed = 12345;
 	char ok;
 	bool stuck = false;
 
+	forks = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (forks == MAP_FAILED) {
+		mg_error(EXP, "mmap of the shared counter: %s", strerror(errno));
+		return MG_EXIT_FAIL;
+	}
 	if (mg_exists(MG_KNOBS "/smaps_rollup_vma_lock") &&
 	    set_or_fail(MG_KNOBS "/smaps_rollup_vma_lock", "0"))
 		return MG_EXIT_FAIL;
@@ -282,37 +299,48 @@ static int test_kill(void)
 		mg_error(EXP, "the forking target did not start (mapping %lld VMAs?)", opt.vmas);
 		return MG_EXIT_FAIL;
 	}
-	for (int i = 0; i < opt.readers; i++)
-		if ((rd[i] = mg_spawn_ready(smaps_proc_reader, &ra, &ok, 1)) < 0) {
-			mg_error(EXP, "a reader did not start");
-			return MG_EXIT_FAIL;
-		}
-	reset_lockev();
-	fail0 = lockev("rwsem_rlock_fail");
-	nost0 = lockev("rwsem_rlock_nosteal");
-	end = mg_now_ns() + (uint64_t)opt.seconds * 1000000000ull;
-	while (mg_now_ns() < end && !stuck) {
-		int i = (int)(rand_r(&seed) % (unsigned int)opt.readers);
-
-		mg_sleep_us(2000 + rand_r(&seed) % 20000);
-		if (mg_kill_child(EXP, rd[i])) {
-			stuck = true;
-			break;
-		}
-		kills++;
+	for (int i = 0; i < opt.readers; i++) {
+		born[i] = __atomic_load_n(forks, __ATOMIC_ACQUIRE);
 		if ((rd[i] = mg_spawn_ready(smaps_proc_reader, &ra, &ok, 1)) < 0) {
 			mg_error(EXP, "a reader did not start");
 			return MG_EXIT_FAIL;
 		}
 	}
+	reset_lockev();
+	fail0 = lockev("rwsem_rlock_fail");
+	nost0 = lockev("rwsem_rlock_nosteal");
+	end = mg_now_ns() + (uint64_t)opt.seconds * 1000000000ull;
+	while (mg_now_ns() < end && !stuck) {
+		for (int i = 0; i < opt.readers && !stuck; i++) {
+			unsigned long f = __atomic_load_n(forks, __ATOMIC_ACQUIRE);
+
+			if (f < born[i] + 2 + (rand_r(&seed) & 1))
+				continue;
+			/* Somewhere inside the fork that the retake waits for. */
+			mg_sleep_us(1000 + rand_r(&seed) % 5000);
+			if (mg_kill_child(EXP, rd[i])) {
+				stuck = true;
+				break;
+			}
+			kills++;
+			born[i] = __atomic_load_n(forks, __ATOMIC_ACQUIRE);
+			if ((rd[i] = mg_spawn_ready(smaps_proc_reader, &ra, &ok, 1)) < 0) {
+				mg_error(EXP, "a reader did not start");
+				return MG_EXIT_FAIL;
+			}
+		}
+		mg_sleep_us(2000);
+	}
 	{
 		long long fails = lockev("rwsem_rlock_fail") - fail0;
 		long long nost = lockev("rwsem_rlock_nosteal") - nost0;
+		unsigned long nforks = __atomic_load_n(forks, __ATOMIC_ACQUIRE);
 		struct mg_json j;
 
 		mgj_start(&j, "sample", EXP);
 		mgj_str(&j, "test", "kill");
 		mgj_int(&j, "kills", kills);
+		mgj_int(&j, "forks", (long long)nforks);
 		mgj_int(&j, "rwsem_rlock_fail", fails);
 		mgj_int(&j, "rwsem_rlock_nosteal", nost);
 		mgj_emit(&j);
@@ -325,9 +353,9 @@ static int test_kill(void)
 		 * what must not break.
 		 */
 		test_record("killed_in_retake_clean", !stuck && fails > 0,
-			    "%lld readers SIGKILLed, %s; %lld read-lock waits ended by the signal "
-			    "(rwsem_rlock_fail), %lld nosteal retakes%s", kills,
-			    stuck ? "one did NOT die within 10 s" : "each died at once", fails, nost,
+			    "%lld readers SIGKILLed during %lu forks of the target, %s; %lld read-lock "
+			    "waits ended by the signal (rwsem_rlock_fail), %lld nosteal retakes%s", kills,
+			    nforks, stuck ? "one did NOT die within 10 s" : "each died at once", fails, nost,
 			    stuck ? "" : fails == 0 ? " (want > 0: no kill landed in a lock wait, "
 			    "inconclusive)" : "");
 	}

@@ -16,7 +16,8 @@ PANDOC_OPTS := --from markdown --lua-filter scripts/book/mmlocks.lua \
 
 .PHONY: all help deps book serve pdf answers student-dist code labs kernel image qemu reproduce test grade \
 	explore-figures skeletons mutate kernel-selftests kernel-debug debug-check compare-stock bench plots explore clean distclean reference \
-	kernel-tree kernel-grade kernel-shell qemu-gdb kernel-patch kernel-check kernel-mutants kernel-bench
+	kernel-tree kernel-grade kernel-shell qemu-gdb kernel-patch kernel-check kernel-mutants kernel-bench \
+	tools tools-agree
 
 all: deps ## everything: packages, models, labs, kernel, image, reproduce, book
 	$(MAKE) code labs kernel image
@@ -239,8 +240,13 @@ kernel: deps ## build the patched 6.12 kernel (cached in $(MMLOCKS_CACHE))
 image: ## build the initramfs with the guest programs
 	@labs/kernel/mkinitramfs.sh
 
-qemu: kernel image ## boot the lab kernel to a shell (VCPUS=, MEM=)
+qemu: kernel image ## boot the lab kernel to a shell (VCPUS=, MEM=; TOOLS=1: with perf and trace-cmd)
+ifeq ($(TOOLS),1)
+	@labs/kernel/mktools.sh --initrd build/initramfs-tools.cpio.gz
+	@labs/kernel/run-qemu.sh --interactive --initrd build/initramfs-tools.cpio.gz
+else
 	@labs/kernel/run-qemu.sh --interactive
+endif
 
 reproduce: kernel image ## run every in-guest experiment into results/<UTC time>/
 	@labs/kernel/reproduce.sh
@@ -260,6 +266,16 @@ kernel-debug: deps ## the debug kernel (lockdep, DEBUG_VM, ...) in build/kernel-
 
 debug-check: kernel-debug image ## boot the debug kernel: stress, experiments, selftest; fail on any splat
 	@labs/kernel/debug-check.sh --no-build
+
+# The guest tools (labs/kernel/README.md, "Tools in the guest"): perf and
+# trace-cmd from the host's packages, as an archive appended to the image.
+tools: deps ## the guest tools overlay build/tools.cpio.gz (perf, trace-cmd; TOOLS=1 make qemu uses it)
+	@labs/kernel/mktools.sh
+
+# Not part of `make reproduce` (its own budget) or `make test`: three boots,
+# one of them the debug kernel's.
+tools-agree: deps kernel kernel-debug image ## standard tools against our instruments, chapters 1, 2, 7: results/tools-agree-<UTC time>/
+	@labs/kernel/tools-agree.sh --no-build
 
 # ------------------------------------------------ kernel labs (klab.py)
 # A lab's kernel part: the student writes the heart of one of our patches

@@ -172,7 +172,8 @@ if [ "$GUEST" != 0 ]; then
   step "kernel-labs" labs/kernel/klab.py lint
   step "kernel" labs/kernel/build.sh
   step "image" labs/kernel/mkinitramfs.sh
-  step "guest-smoke" labs/kernel/smoke-test.sh
+  # The same boot checks the guest tools (perf, trace-cmd: build/tools.cpio.gz).
+  step "guest-smoke" labs/kernel/smoke-test.sh --tools
   step "guest-selftests" labs/kernel/selftests.sh --quick
 else
   echo "(GUEST=0: kernel build and QEMU steps skipped)"

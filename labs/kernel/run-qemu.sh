@@ -27,6 +27,9 @@ usage: $PROG [options]
                        sets a mode; capped at 4 hours (Ctrl-A X kills QEMU)
   --gdb PORT           QEMU's gdb stub on 127.0.0.1:PORT, CPUs halted until
                        gdb continues them (-gdb tcp:...,-S; make qemu-gdb)
+  --monitor SOCKET     QEMU's monitor (HMP) on the unix socket SOCKET, and its
+                       vmcoreinfo device, so that dump-guest-memory writes a
+                       dump drgn can read (labs/kernel/README.md, "drgn")
   --accel auto|kvm|tcg auto (default): KVM if a probe boot under KVM works
                        on this host (verdict cached in build/), else TCG
   --help               this text
@@ -42,7 +45,7 @@ note() { echo "$PROG: $*" >&2; }
 
 KERNEL=$TOP/build/kernel/bzImage
 INITRD=$TOP/build/initramfs.cpio.gz
-APPEND= TIMEOUT=600 RESULTS= CONLOG= INTERACTIVE=0 ACCEL=auto GDBPORT=
+APPEND= TIMEOUT=600 RESULTS= CONLOG= INTERACTIVE=0 ACCEL=auto GDBPORT= MONITOR=
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -56,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--interactive) INTERACTIVE=1; shift ;;
 	--accel) need "$@"; ACCEL=$2; shift 2 ;;
 	--gdb) need "$@"; GDBPORT=$2; shift 2 ;;
+	--monitor) need "$@"; MONITOR=$2; shift 2 ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
 done
@@ -106,6 +110,7 @@ qemu_cmd() {   # $1 accel, $2 cpu, $3 console chardev spec, $4 results spec, $5 
 		-kernel "$KERNEL" -initrd "$INITRD" -append "$BASE_APPEND $5"
 		-chardev "$3" -serial chardev:con0 -serial "$4")
 	[ -z "$GDBPORT" ] || QCMD+=(-gdb "tcp:127.0.0.1:$GDBPORT" -S)
+	[ -z "$MONITOR" ] || QCMD+=(-monitor "unix:$MONITOR,server=on,wait=off" -device vmcoreinfo)
 }
 
 # ---- accelerator ------------------------------------------------------------
@@ -127,7 +132,7 @@ probe_kvm() {
 	if [ -n "$hit" ]; then
 		echo "$hit"; return
 	fi
-	local GDBPORT=   # the probe boot never waits for gdb
+	local GDBPORT= MONITOR=   # the probe boot never waits for gdb, has no monitor
 	note "probing KVM with a short boot (console: ${plog#$TOP/}, QEMU errors: ${plog%.log}.err)"
 	qemu_cmd kvm host "file,id=con0,path=$plog" null "mmlocks.mode=probe"
 	timeout -k 5 30 "${QCMD[@]}" </dev/null >"${plog%.log}.err" 2>&1

@@ -2,7 +2,10 @@
 # Smoke test of the guest (part of `make test`): boot the mmlocks kernel in
 # mode=smoke and check on the host that it is 6.12.y, that every knob, lock
 # event counter and mmap_lock trace event exists, and that every /labs
-# program runs --help and --quick and prints only JSON objects.
+# program runs --help and --quick and prints only JSON objects. With the
+# guest tools (--tools or TOOLS=1: build/tools.cpio.gz appended) the same
+# boot also runs /labs/tools_smoke: perf and trace-cmd on a known mmap_lock
+# contention.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,12 +14,15 @@ PROG=labs/kernel/smoke-test.sh
 
 usage() {
 	cat <<EOF
-usage: $PROG [--no-build] [--timeout SECONDS] [--help]
+usage: $PROG [--no-build] [--tools] [--timeout SECONDS] [--help]
 
 Builds the kernel and initramfs if needed, boots once with mmlocks.mode=smoke
 and prints one line per check (ok/FAIL). Logs stay in build/smoke/.
 
   --no-build          do not call build.sh / mkinitramfs.sh
+  --tools             append the guest tools (labs/kernel/mktools.sh:
+                      perf, trace-cmd) and check them with /labs/tools_smoke
+                      in the same boot (also TOOLS=1)
   --timeout SECONDS   QEMU limit (default: 120 + 75 per guest program)
   --help              this text
 Exit status: 0 all checks pass, 1 a check failed, 2 usage.
@@ -26,10 +32,12 @@ die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 
 BUILD=1 TMO=
+TOOLS=${TOOLS:-0}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
 	--no-build) BUILD=0; shift ;;
+	--tools) TOOLS=1; shift ;;
 	--timeout) [ $# -ge 2 ] || die_usage "--timeout needs seconds"; TMO=$2; shift 2 ;;
 	*) die_usage "unknown argument '$1'" ;;
 	esac
@@ -44,18 +52,25 @@ fi
 # Guest programs the initramfs has (the names the guest must report).
 mapfile -t PROGS < <(for f in "$TOP"/labs/*/guest/*.c; do
 	[ -f "$f" ] && [ "$(dirname "$f")" != "$HERE/guest" ] && basename "$f" .c; done | sort)
-[ -n "$TMO" ] || TMO=$((120 + 75 * ${#PROGS[@]}))
+case "$TOOLS" in 0|1) ;; *) die_usage "TOOLS must be 0 or 1, got '$TOOLS'" ;; esac
+[ -n "$TMO" ] || TMO=$((120 + 75 * (${#PROGS[@]} + TOOLS)))
 
 OUT=$TOP/build/smoke
 mkdir -p "$OUT"
-echo "$PROG: booting mode=smoke (${#PROGS[@]} guest program(s), timeout ${TMO}s)"
-"$HERE/run-qemu.sh" --timeout "$TMO" --append "mmlocks.mode=smoke mmlocks.timeout=60" \
+INITRD=$TOP/build/initramfs.cpio.gz
+if [ "$TOOLS" = 1 ]; then
+	# The base image stays as it is; the tools are one more archive.
+	INITRD=$OUT/initramfs-tools.cpio.gz
+	"$HERE/mktools.sh" --initrd "$INITRD" || die "guest tools overlay failed (labs/kernel/mktools.sh)"
+fi
+echo "$PROG: booting mode=smoke (${#PROGS[@]} guest program(s)$([ "$TOOLS" = 1 ] && echo ' + the guest tools'), timeout ${TMO}s)"
+"$HERE/run-qemu.sh" --initrd "$INITRD" --timeout "$TMO" --append "mmlocks.mode=smoke mmlocks.timeout=60" \
 	--results "$OUT/results.jsonl" --console-log "$OUT/console.log"
 qrc=$?
 
-python3 - "$OUT/results.jsonl" "$OUT/console.log" "$qrc" "${PROGS[@]}" <<'EOF'
+python3 - "$OUT/results.jsonl" "$OUT/console.log" "$qrc" "$TOOLS" "${PROGS[@]}" <<'EOF'
 import json, re, sys
-res, con, qrc, progs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+res, con, qrc, tools, progs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5:]
 KNOBS = ["rwsem_steal_policy", "khugepaged_per_slot_cursor", "khugepaged_skip_batch",
          "smaps_rollup_vma_lock", "access_remote_vm_vma_lock",
          "deferred_split_early_check", "uprobe_speculate"]
@@ -69,6 +84,7 @@ def check(ok, what, detail=""):
 
 lines = open(res, "rb").read().decode("utf-8", "replace").replace("\r", "").split("\n")
 smoke = {}
+tool_checks = []   # /labs/tools_smoke's records
 runs = {}          # program -> {"lines": [...], "rc": N}
 cur = None
 for raw in lines:
@@ -86,6 +102,8 @@ for raw in lines:
             cur = None
         else:
             runs[cur]["lines"].append(line)
+            if isinstance(rec, dict) and rec.get("type") == "tool_check":
+                tool_checks.append(rec)
         continue
     if not isinstance(rec, dict):
         continue
@@ -133,6 +151,24 @@ for p in progs:
         detail += ", %d not a JSON object, first: %.80s" % (len(bad), bad[0])
     check(r["rc"] == 0 and len(r["lines"]) > 0 and not bad,
           ("/labs/%s --quick %s" % (p, r["args"])).rstrip(), detail)
+if tools:
+    # /labs/tools_smoke (the tools overlay): --help and --quick like every
+    # program, and each of its checks.
+    for p in ["tools_smoke"]:
+        h = smoke.get(("help", p))
+        check(h is not None and h.get("rc") == 0 and h.get("lines", 0) > 0,
+              "/labs/%s --help" % p, "not run (no tools overlay?)" if h is None else "rc %s" % h.get("rc"))
+        r = runs.get(p)
+        check(r is not None and r["rc"] == 0, "/labs/%s --quick" % p,
+              "not run" if r is None else "rc %s, %s s" % (r["rc"], r.get("seconds")))
+    need = [("perf", "version"), ("trace-cmd", "version"),
+            ("kernel", "tracepoint lock/contention_begin"), ("kernel", "tracepoint lock/contention_end"),
+            ("perf", "lock record + contention"), ("trace-cmd", "record + report")]
+    seen = {(c.get("tool"), c.get("check")): c for c in tool_checks}
+    for k in need + [k for k in seen if k not in need]:
+        c = seen.get(k)
+        check(c is not None and c.get("ok") is True, "guest tool %s: %s" % k,
+              "not reported" if c is None else str(c.get("detail", ""))[:110])
 check("done" in smoke, "guest finished the smoke checks")
 try:
     text = open(con, errors="replace").read()

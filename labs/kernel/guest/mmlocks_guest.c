@@ -126,9 +126,61 @@ static void knob_canonical(const char *raw, char *out, size_t size)
 	out[n] = '\0';
 }
 
+/*
+ * Phase marks for the standard tools (labs/kernel/README.md, "Tools in the
+ * guest"). With MMLOCKS_MARK set in the environment, a successful write to
+ * an mmlocks knob is also written as "mmlocks knob NAME=VALUE" to the
+ * trace_marker of every tracefs instance: trace-cmd records into an
+ * instance (-B), so its trace shows where a program changed phase, while
+ * the top-level buffer, which mg_trace reads, stays as it was. With
+ * MMLOCKS_MARK_LOCK_STAT=TEXT the /proc/lock_stat lines holding TEXT follow,
+ * one mark each ("mmlocks lock_stat LINE"): the counters at the start of the
+ * phase. Off (no environment variable) nothing happens.
+ */
+static void mark_line(const char *text)
+{
+	DIR *d = opendir(MG_TRACING "/instances");
+	struct dirent *e;
+	char path[320];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), MG_TRACING "/instances/%s/trace_marker", e->d_name);
+		mg_write_file(path, text);
+	}
+	closedir(d);
+}
+
+static void mark_phase(const char *path, const char *val)
+{
+	const char *ls = getenv("MMLOCKS_MARK_LOCK_STAT");
+	char text[512];
+
+	if (!getenv("MMLOCKS_MARK") || strncmp(path, MG_KNOBS "/", strlen(MG_KNOBS "/")))
+		return;
+	snprintf(text, sizeof(text), "mmlocks knob %s=%s", path + strlen(MG_KNOBS "/"), val);
+	mark_line(text);
+	if (ls && *ls) {
+		FILE *f = fopen("/proc/lock_stat", "re");
+		char line[400];
+
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, ls)) {
+				line[strcspn(line, "\n")] = '\0';
+				snprintf(text, sizeof(text), "mmlocks lock_stat %s", line);
+				mark_line(text);
+			}
+		if (f)
+			fclose(f);
+	}
+}
+
 int mg_knob_set(const char *path, const char *val)
 {
-	int i, n = nsaved;
+	int i, n = nsaved, err;
 
 	for (i = 0; i < n; i++)
 		if (!strcmp(saved[i].path, path))
@@ -146,7 +198,10 @@ int mg_knob_set(const char *path, const char *val)
 		knob_canonical(raw, saved[n].old, sizeof(saved[n].old));
 		__atomic_store_n(&nsaved, n + 1, __ATOMIC_RELEASE);
 	}
-	return mg_write_file(path, val);
+	err = mg_write_file(path, val);
+	if (!err)
+		mark_phase(path, val);
+	return err;
 }
 
 int mg_knob_set_ll(const char *path, long long val)
@@ -229,6 +284,9 @@ void mg_restore_all(void)
 {
 	if (getpid() != owner_pid || __atomic_exchange_n(&restoring, 1, __ATOMIC_ACQ_REL))
 		return;
+	/* The end of the last phase, for the tools (not from a signal handler). */
+	if (!mg_stop_signal && getenv("MMLOCKS_MARK"))
+		mark_line("mmlocks restore");
 	/* Children first: they may hold khugepaged work or many VMAs. */
 	for (int i = 0; i < MG_MAX_CHILDREN; i++)
 		if (children[i] > 0)

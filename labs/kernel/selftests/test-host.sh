@@ -297,5 +297,14 @@ dry "mmlocks.mode=shell" "$W/shell.jsonl"
 grep -q 'khugepaged_skip_batch *= 1024$' "$W/shell.jsonl.console" && grep -q 'Power off' "$W/shell.jsonl.console" &&
 	ok "shell: banner shows the knobs and how to power off" || bad "shell: banner" "$(cat "$W/shell.jsonl.console")"
 
+# ---- the guest tools' wrapper (labs/kernel/tools/mmlocks-tool) under busybox sh --------
+printf 'bin\0ary' >"$W/tool.bin"
+(cd "$W" && "$BB" sh "$K/tools/mmlocks-tool" --name t --file "$W/tool.bin" --file "$W/none" -- \
+	"$BB" sh -c 'printf "a\"b\tc\\\\d\n"; echo oops >&2; exit 3' --quick) >"$W/tool.jsonl" 2>/dev/null
+trc=$?
+[ $trc = 3 ] && ok "mmlocks-tool: exits with the tool's status" || bad "mmlocks-tool: status" "$trc"
+expect "mmlocks-tool: lines, escapes, the file, the end" \
+	'all(isinstance(r, dict) for r in recs) and typed("tool", stream="out")[0]["line"] == "a\"b\tc\\d" and typed("tool", stream="err")[0]["line"] == "oops" and typed("file", name="tool.bin")[0]["base64"] == "YmluAGFyeQ==" and typed("file", name="none")[0]["missing"] and typed("tool_end")[0]["rc"] == 3 and "--quick" not in typed("tool_begin")[0]["cmd"]' "$W/tool.jsonl"
+
 echo "$((n - fails))/$n host tests passed"
 [ $fails = 0 ]

@@ -199,13 +199,13 @@ struct helper_arg {
 };
 
 /*
- * A helper thread, at nice 5: calls the probed or the plain function
+ * A helper thread, at nice 15: calls the probed or the plain function
  * without pause. Each uprobe hit takes this mm's mmap_read_lock under
  * stock 6.12; readers that keep arriving steal the lock ahead of a queued
  * writer until its handoff timeout.
  */
 #define NHELPERS 2
-#define HELPER_NICE 5
+#define HELPER_NICE 15
 static void *helper(void *p)
 {
 	struct helper_arg *a = p;

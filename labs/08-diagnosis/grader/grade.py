@@ -177,7 +177,7 @@ def grade(answer_path, run_path):
 
     # TODO 1
     test("todo1_culprit", s and a.get("culprit") == s["culprit"],
-         "culprit: %r is not what holds the victim up (one of %s)" % (a.get("culprit"), ", ".join(scenario.CULPRITS)))
+         "culprit: %r is not what holds the victim up (one of %s)" % (a.get("culprit"), ", ".join(scenario.ANSWERS)))
     proc = a.get("process", "")
     test("todo1_process", s and proc == s["process"],
          "process: %r is not the comm of the task that holds the victim's mmap_lock" % proc)

@@ -4,14 +4,15 @@
 (diagnose -c, built for the host, against answer_line()).
 """
 
-CULPRITS = ["smaps_rollup", "proc_mem", "khugepaged", "uprobe"]
+CULPRITS = ["smaps_rollup", "proc_mem", "khugepaged"]
+# What an answer may name: the culprits, and the decoy uprobe (always the bystander's).
+ANSWERS = CULPRITS + ["uprobe"]
 # The switch that relieves each culprit, as diagnose -c prints it; the first
 # knob is the one the answer must turn on.
 SWITCH = {
     "smaps_rollup": "smaps_rollup_vma_lock=1",
     "proc_mem": "access_remote_vm_vma_lock=1",
     "khugepaged": "khugepaged_skip_batch=1024,rwsem_steal_policy=1",
-    "uprobe": "uprobe_speculate=1",
 }
 MASK = (1 << 64) - 1
 
@@ -37,7 +38,7 @@ def scenario(seed):
     s = {"culprit": culprit, "bystander": "svc%d" % names[0], "scanner": "svc%d" % names[1],
          "memreader": "svc%d" % names[2], "switch": SWITCH[culprit]}
     s["process"] = {"smaps_rollup": s["scanner"], "proc_mem": s["memreader"],
-                    "khugepaged": "khugepaged", "uprobe": "victim-h"}[culprit]
+                    "khugepaged": "khugepaged"}[culprit]
     return s
 
 

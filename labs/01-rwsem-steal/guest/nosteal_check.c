@@ -64,33 +64,9 @@ static void usage(FILE *f)
 		"2 usage, 3 not the mmlocks kernel.\n", MAX_READERS);
 }
 
-static void test_record(const char *name, bool pass, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void test_record(const char *name, bool pass, const char *fmt, ...)
-{
-	struct mg_json j;
-	char reason[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	mgj_start(&j, "test", EXP);
-	mgj_str(&j, "name", name);
-	mgj_bool(&j, "pass", pass);
-	mgj_str(&j, "reason", reason);
-	mgj_emit(&j);
-}
-
 static long long lockev(const char *name)
 {
-	char path[256];
-	long long v = -1;
-
-	snprintf(path, sizeof(path), MG_LOCKEV "/%s", name);
-	if (mg_read_ll(path, &v))
-		return -1;
-	return v;
+	return mg_counter(MG_LOCKEV, name);
 }
 
 static void reset_lockev(void)
@@ -186,12 +162,12 @@ static int test_retake(void)
 				    "todo1_declined_steals_counted" };
 
 		for (int i = 0; i < 3; i++)
-			test_record(t[i], false, "%llu reads of /proc/self/smaps_rollup failed or "
+			mg_test_record(EXP, t[i], false, "%llu reads of /proc/self/smaps_rollup failed or "
 				    "returned no Rss line", bad_reads);
 		return MG_EXIT_OK;
 	}
 	/* The stock steal must survive the change: without it there is nothing to decline, either. */
-	test_record("stock_readers_still_steal", steal[0] >= 20,
+	mg_test_record(EXP, "stock_readers_still_steal", steal[0] >= 20,
 		    "policy 0 (stock): %lld steals in %llu reads while the writer made %lld calls%s",
 		    steal[0], reads[0], calls[0], steal[0] >= 20 ? "" : " (want >= 20: stock readers "
 		    "must still steal, or there was no contention to test)");
@@ -205,14 +181,14 @@ static int test_retake(void)
 		bool ok = steal[0] >= 20 && steal[1] <= (long long)reads[1] + 5 &&
 			  steal[2] <= (long long)reads[2] + 5;
 
-		test_record("todo1_retake_never_steals", ok,
+		mg_test_record(EXP, "todo1_retake_never_steals", ok,
 			    "steals: policy 0 %lld, policy 1 %lld in %llu reads, policy 2 %lld in %llu "
 			    "reads%s", steal[0], steal[1], reads[1], steal[2], reads[2],
 			    ok ? "" : steal[0] < 20 ? " (no contention under policy 0: inconclusive)"
 			    : " (want at most one per read under policies 1 and 2: the retake must "
 			    "queue behind the writer)");
 	}
-	test_record("todo1_declined_steals_counted", nosteal[1] > 0 && nosteal[0] == 0,
+	mg_test_record(EXP, "todo1_declined_steals_counted", nosteal[1] > 0 && nosteal[0] == 0,
 		    "rwsem_rlock_nosteal: policy 0 %lld (want 0), policy 1 %lld (want > 0)",
 		    nosteal[0], nosteal[1]);
 	return MG_EXIT_OK;
@@ -352,7 +328,7 @@ static int test_kill(void)
 		 * skeleton (stock stubs) there are none, and this test checks
 		 * what must not break.
 		 */
-		test_record("killed_in_retake_clean", !stuck && fails > 0,
+		mg_test_record(EXP, "killed_in_retake_clean", !stuck && fails > 0,
 			    "%lld readers SIGKILLed during %lu forks of the target, %s; %lld read-lock "
 			    "waits ended by the signal (rwsem_rlock_fail), %lld nosteal retakes%s", kills,
 			    nforks, stuck ? "one did NOT die within 10 s" : "each died at once", fails, nost,
@@ -366,12 +342,7 @@ static int test_kill(void)
 
 static long long khp(const char *name)
 {
-	char path[256];
-	long long v = -1;
-
-	snprintf(path, sizeof(path), MG_KHUGEPAGED "/%s", name);
-	mg_read_ll(path, &v);
-	return v;
+	return mg_counter(MG_KHUGEPAGED, name);
 }
 
 static int test_khugepaged(void)
@@ -444,7 +415,7 @@ static int test_khugepaged(void)
 		/* Only khugepaged retakes this mm's lock for reading: its first lock is a trylock. */
 		bool ok = steal[0] >= 5 && steal[1] <= 2 && nosteal[1] > 0;
 
-		test_record("todo2_khugepaged_retake_never_steals", ok,
+		mg_test_record(EXP, "todo2_khugepaged_retake_never_steals", ok,
 			    "khugepaged_skip_batch 64, %lld small VMAs: policy 0 %lld steals in %lld "
 			    "scans, policy 1 %lld steals and %lld nosteal retakes in %lld scans%s",
 			    opt.vmas, steal[0], scans[0], steal[1], nosteal[1], scans[1],

@@ -63,42 +63,14 @@ static void usage(FILE *f)
 		"2 usage, 3 not the mmlocks kernel.\n", SLEEP_MS);
 }
 
-static void test_record(const char *name, bool pass, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void test_record(const char *name, bool pass, const char *fmt, ...)
-{
-	struct mg_json j;
-	char reason[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
-	mgj_start(&j, "test", EXP);
-	mgj_str(&j, "name", name);
-	mgj_bool(&j, "pass", pass);
-	mgj_str(&j, "reason", reason);
-	mgj_emit(&j);
-}
-
 static long long lockev(const char *name)
 {
-	char path[256];
-	long long v = -1;
-
-	snprintf(path, sizeof(path), MG_LOCKEV "/%s", name);
-	mg_read_ll(path, &v);
-	return v;
+	return mg_counter(MG_LOCKEV, name);
 }
 
 static long long khp(const char *name)
 {
-	char path[256];
-	long long v = -1;
-
-	snprintf(path, sizeof(path), MG_KHUGEPAGED "/%s", name);
-	mg_read_ll(path, &v);
-	return v;
+	return mg_counter(MG_KHUGEPAGED, name);
 }
 
 static int set_or_fail(const char *path, long long val)
@@ -309,11 +281,11 @@ static int test_holds(void)
 		mgj_int(&j, "acquisitions_traced", nev);
 		mgj_emit(&j);
 	}
-	test_record("todo2_drops_every_batch", ns[0] >= 2 && mn[0] == want && mx[0] == want,
+	mg_test_record(EXP, "todo2_drops_every_batch", ns[0] >= 2 && mn[0] == want && mx[0] == want,
 		    "khugepaged_skip_batch %lld, %lld ineligible VMAs: %d whole scans took the lock "
 		    "%lld..%lld times each (want %lld: the first lock, then a retake every %lld)",
 		    opt.batch, ineligible, ns[0], mn[0], mx[0], want, opt.batch);
-	test_record("batch_zero_is_stock", ns[1] >= 2 && mn[1] == 1 && mx[1] == 1,
+	mg_test_record(EXP, "batch_zero_is_stock", ns[1] >= 2 && mn[1] == 1 && mx[1] == 1,
 		    "khugepaged_skip_batch 0: %d whole scans took the lock %lld..%lld times each "
 		    "(want 1: stock 6.12 never drops it while skipping)", ns[1], mn[1], mx[1]);
 	return MG_EXIT_OK;
@@ -362,7 +334,7 @@ static int test_policy(void)
 		mgj_int(&j, "rwsem_rlock_nosteal", nosteal[p]);
 		mgj_emit(&j);
 	}
-	test_record("todo2_retake_follows_policy", nosteal[0] == 0 && nosteal[1] > 0 && steal[1] <= 2,
+	mg_test_record(EXP, "todo2_retake_follows_policy", nosteal[0] == 0 && nosteal[1] > 0 && steal[1] <= 2,
 		    "policy 0: %lld steals, %lld nosteal retakes (want 0); policy 1: %lld steals "
 		    "(want none), %lld nosteal retakes (want > 0), in %lld scans", steal[0], nosteal[0],
 		    steal[1], nosteal[1], scans[1]);
@@ -409,7 +381,7 @@ static int test_unmaps(void)
 	pthread_join(ct, NULL);
 	s0 = khp("full_scans") - s0;
 	huge = mg_anon_huge_kb();
-	test_record("walk_survives_unmaps", s0 >= 3 && cycles >= 10 && huge >= (long long)(REGION / 1024),
+	mg_test_record(EXP, "walk_survives_unmaps", s0 >= 3 && cycles >= 10 && huge >= (long long)(REGION / 1024),
 		    "%lld unmap+map cycles at the batch boundaries, %lld scans (want >= 3), "
 		    "AnonHugePages %lld kB (want >= %lu)", cycles, s0, huge, REGION / 1024);
 	return MG_EXIT_OK;

@@ -166,6 +166,23 @@ void mg_error(const char *experiment, const char *fmt, ...)
 	mgj_emit(&j);
 }
 
+void mg_test_record(const char *experiment, const char *name, bool pass,
+		    const char *fmt, ...)
+{
+	struct mg_json j;
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	mgj_start(&j, "test", experiment);
+	mgj_str(&j, "name", name);
+	mgj_bool(&j, "pass", pass);
+	mgj_str(&j, "reason", reason);
+	mgj_emit(&j);
+}
+
 void mg_log(const char *fmt, ...)
 {
 	va_list ap;

@@ -64,6 +64,16 @@ int mg_read_ll(const char *path, long long *out)
 	return 0;
 }
 
+long long mg_counter(const char *dir, const char *name)
+{
+	char path[256];
+	long long v;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	return mg_read_ll(path, &v) ? -1 : v;
+}
+
 /* Async-signal-safe: used by the restorer from a signal handler too. */
 static int write_file_raw(const char *path, const char *val, size_t len)
 {

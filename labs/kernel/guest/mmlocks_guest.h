@@ -48,6 +48,12 @@ void mg_error(const char *experiment, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Free-form progress on stderr, prefixed with the program name. */
 void mg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A kernel lab's test verdict: {"type":"test","name":NAME,"pass":..,
+ * "reason":..} on the results port (labs/kernel/klab.py reads it).
+ */
+void mg_test_record(const char *experiment, const char *name, bool pass,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* ---- option parsing --------------------------------------------------- */
 
@@ -109,6 +115,8 @@ ssize_t mg_read_file(const char *path, char *buf, size_t size);
 int mg_read_ll(const char *path, long long *out);
 /* Write a string (O_TRUNC); 0 or -errno. */
 int mg_write_file(const char *path, const char *val);
+/* The integer in DIR/NAME (a debugfs or sysfs counter), -1 if unreadable. */
+long long mg_counter(const char *dir, const char *name);
 
 /*
  * Set a knob, remembering its value from before the first change so that

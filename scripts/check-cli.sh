@@ -26,7 +26,8 @@ progs=(
   labs/tools/check-explain labs/kernel/tree-sync.sh labs/tools/lab-status
   labs/tools/check-student-book
   labs/kernel/tools/mmlocks-tool labs/kernel/tools/tools_smoke labs/kernel/tools/agree.py
-  labs/08-diagnosis/diag.sh labs/08-diagnosis/grader/grade.py
+  labs/08-diagnosis/diag.sh labs/08-diagnosis/grader/grade.py labs/08-diagnosis/grader/test_grader.py
+  labs/08-diagnosis/guest/run.sh
 )
 # Programs that exist only once their part is built; each line: PATH.
 while read -r p; do [ -n "$p" ] && progs+=("$p"); done < <(

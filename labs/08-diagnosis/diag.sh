@@ -19,12 +19,14 @@ run    boots the lab kernel once (QEMU, under a timeout, one guest at a time
        DIR's answer.txt and probe.sh, runs /labs/diagnose with the seed
        (answer.txt's "seed:" line, or --seed) and writes everything the
        guest printed to DIR/run.jsonl (or --out FILE), the console next to
-       it (.console.log). DIR defaults to work/08-diagnosis. The after phase
+       it (.console.log). DIR defaults to labs/08-diagnosis/src in a
+       students' copy (your work), work/08-diagnosis in the instructors'
+       repository (make skeletons LAB=08 DST=work). The after phase
        sets answer.txt's "switch:" (none: the after phase is the before's
        twin). About 1.5 min under TCG.
 show   prints a run readably: the pids, the victim's latency per phase, the
        probe's output; unpacks the probe's files into FILE.d/
-       (default FILE: work/08-diagnosis/run.jsonl).
+       (default FILE: DIR/run.jsonl, DIR as for run).
 
   --quick      short phases (checks the pipeline)
   --no-build   use the kernel, image and tools already built
@@ -43,10 +45,16 @@ run|show) ;;
 *) die_usage "unknown command '$cmd'" ;;
 esac
 
+# Where the work lives: a students' copy (labs/tools/exercises.txt, written
+# by student-dist) has it in the lab's src/; in the instructors' repository
+# src/ is the reference answer and its run, which a run must not replace.
+DEFSRC=$TOP/work/08-diagnosis
+[ -f "$TOP/labs/tools/exercises.txt" ] && DEFSRC=$HERE/src
+
 if [ "$cmd" = show ]; then
 	[ $# -le 1 ] || die_usage "show takes one FILE"
 	case "${1:-}" in -*) die_usage "unknown option '$1'" ;; esac
-	f=${1:-$TOP/work/08-diagnosis/run.jsonl}
+	f=${1:-$DEFSRC/run.jsonl}
 	[ -f "$f" ] || die "$f: no such run (run it first: $PROG run)"
 	exec python3 - "$f" <<'EOF'
 import base64, gzip, json, os, sys
@@ -86,7 +94,7 @@ for raw in open(f, "rb").read().decode("utf-8", "replace").replace("\r", "").spl
 EOF
 fi
 
-SRC=$TOP/work/08-diagnosis SEED= OUT= QUICK=0 BUILD=1 TMO=400
+SRC=$DEFSRC SEED= OUT= QUICK=0 BUILD=1 TMO=400
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -100,7 +108,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case "$TMO" in *[!0-9]*) die_usage "--timeout must be seconds" ;; esac
-[ -d "$SRC" ] || die "$SRC: no such folder (make skeletons LAB=08 writes work/08-diagnosis)"
+[ -d "$SRC" ] || die "$SRC: no such folder (make skeletons LAB=08 DST=work writes work/08-diagnosis)"
 SRC=$(cd "$SRC" && pwd)
 [ -f "$SRC/answer.txt" ] || die "$SRC/answer.txt missing"
 probe=$SRC/probe.sh

@@ -8,6 +8,24 @@
 #      its output on the results port as JSON lines (mmlocks-tool), then
 #      each file it left in /tmp/diag/ as a gzip'd file record;
 #   3. diagnose sets the switch and measures "after".
+usage() {
+	cat <<EOF
+usage: /labs/diag/run.sh [--quick] [--help]
+Lab 08's run in the guest (labs/08-diagnosis/diag.sh run boots it): runs
+/labs/diagnose with /labs/diag/seed and answer.txt's "switch:", and
+/labs/diag/probe.sh in its probe window (at most 90 s); prints their
+output and the probe's *.txt files as JSON lines.
+  --quick   short phases (diagnose --quick)
+Exit: diagnose's status; 2 usage.
+EOF
+}
+for a in "$@"; do
+	case "$a" in
+	-h|--help) usage; exit 0 ;;
+	--quick) ;;
+	*) echo "run.sh: unknown argument '$a'" >&2; usage >&2; exit 2 ;;
+	esac
+done
 D=/labs/diag
 SEED=$(cat "$D/seed" 2>/dev/null || echo 1)
 SW=$(sed -n 's/^[ 	]*switch:[ 	]*\([^ 	#]*\).*/\1/p' "$D/answer.txt" 2>/dev/null | head -n 1)

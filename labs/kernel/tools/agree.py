@@ -24,10 +24,12 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-USAGE = """usage: labs/kernel/tools/agree.py RUNDIR
+USAGE = """usage: labs/kernel/tools/agree.py RUNDIR [OUTDIR]
 
-Writes RUNDIR/agree.jsonl and RUNDIR/summary.md from RUNDIR/agree-*.jsonl
-and prints the summary. Exit: 0 every comparison agreed (or had nothing to
+Writes OUTDIR/agree.jsonl and OUTDIR/summary.md (OUTDIR defaults to RUNDIR)
+from RUNDIR/agree-*.jsonl and prints the summary. A tool's file that is not
+a record in agree-CASE.jsonl is read from agree-CASE.NAME beside it (a
+committed reference run keeps them there, gzip'd). Exit: 0 every comparison agreed (or had nothing to
 compare), 1 one disagreed or a case's data is missing, 2 usage."""
 
 
@@ -71,6 +73,13 @@ def read_case(path):
             r["_t"] = last
             last = None
             recs.append(r)
+    # A reference run keeps the tools' files beside the records.
+    d, base = os.path.split(path)
+    stem = base[:-len(".jsonl")] + "."
+    for name in sorted(os.listdir(d or ".")):
+        if name.startswith(stem) and name.endswith(".gz") and name[len(stem):] not in files:
+            with open(os.path.join(d, name), "rb") as f:
+                files[name[len(stem):]] = gzip.decompress(f.read()).decode("utf-8", "replace")
     return recs, files
 
 
@@ -436,16 +445,18 @@ def split(recs, files, out, md):
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    if len(sys.argv) not in (2, 3) or any(a.startswith("-") for a in sys.argv[1:]):
         if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
             print(USAGE)
             return 0
         print(USAGE, file=sys.stderr)
         return 2
     d = sys.argv[1]
-    if not os.path.isdir(d):
-        print("agree.py: %s is not a directory" % d, file=sys.stderr)
-        return 2
+    outdir = sys.argv[2] if len(sys.argv) == 3 else d
+    for x in (d, outdir):
+        if not os.path.isdir(x):
+            print("agree.py: %s is not a directory" % x, file=sys.stderr)
+            return 2
     out, md, ok, ran = [], ["# Standard tools against our instruments\n"], True, 0
     meta = os.path.join(d, "meta.json")
     if os.path.exists(meta):
@@ -464,10 +475,10 @@ def main():
     if not ran:
         print("agree.py: no agree-*.jsonl in %s" % d, file=sys.stderr)
         return 1
-    with open(os.path.join(d, "agree.jsonl"), "w") as f:
+    with open(os.path.join(outdir, "agree.jsonl"), "w") as f:
         for r in out:
             f.write(json.dumps(r) + "\n")
-    with open(os.path.join(d, "summary.md"), "w") as f:
+    with open(os.path.join(outdir, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
     return 0 if ok else 1

@@ -29,7 +29,9 @@ USAGE = """usage: labs/kernel/tools/agree.py RUNDIR [OUTDIR]
 Writes OUTDIR/agree.jsonl and OUTDIR/summary.md (OUTDIR defaults to RUNDIR)
 from RUNDIR/agree-*.jsonl and prints the summary. A tool's file that is not
 a record in agree-CASE.jsonl is read from agree-CASE.NAME beside it (a
-committed reference run keeps them there, gzip'd). Exit: 0 every comparison agreed (or had nothing to
+committed reference run keeps them there, gzip'd).
+
+Exit: 0 every comparison agreed (or had nothing to
 compare), 1 one disagreed or a case's data is missing, 2 usage."""
 
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `make tools-agree`: a chapter's program and a standard tool in the same
-# run, for chapters 1, 2 and 7 (labs/kernel/tools/agree in the guest,
+# run, for chapters 1, 2 and 7, and the tools' cost for chapter 8
+# (labs/kernel/tools/agree in the guest,
 # labs/kernel/tools/agree.py on the host). One boot per case, the guest
 # tools appended to the initramfs (build/tools.cpio.gz).
 set -uo pipefail

@@ -281,7 +281,7 @@ tools: deps ## the guest tools overlay build/tools.cpio.gz (perf, trace-cmd; TOO
 
 # Not part of `make reproduce` (its own budget) or `make test`: three boots,
 # one of them the debug kernel's.
-tools-agree: deps kernel kernel-debug image ## standard tools against our instruments, chapters 1, 2, 7: results/tools-agree-<UTC time>/
+tools-agree: deps kernel kernel-debug image ## standard tools against our instruments, chapters 1, 2, 7, and their cost (ch. 8): results/tools-agree-<UTC time>/
 	@labs/kernel/tools-agree.sh --no-build
 
 # ------------------------------------------------ kernel labs (klab.py)

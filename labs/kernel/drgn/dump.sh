@@ -15,7 +15,8 @@ PROC_KCORE and FW_CFG_SYSFS) under run-qemu.sh --monitor, runs COMMAND in the
 guest (an experiments line), waits for TEXT on the console (default: the
 'probe window' line of lab 08's diagnose) and S seconds more (default 0),
 writes a physical dump with QEMU's dump-guest-memory, gives it virtual
-addresses (vaddr.py) and stops the guest. Then: labs/kernel/drgn/mm_locks.py FILE VMLINUX [COMM].
+addresses (vaddr.py) and stops the guest.
+Then: labs/kernel/drgn/mm_locks.py FILE VMLINUX [COMM].
 Default FILE build/drgn/dump.elf (MEM=1G: a 1 GiB file). Exit 0 written.
 Example: $PROG -- /labs/diagnose -s 6 --seconds 2 --probe-seconds 150 --vmas 2000
 EOF2

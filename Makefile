@@ -111,13 +111,20 @@ build/explore/%.svg: $(EXPLORE_SRCS)
 endif
 explore-figures: $(EXPLORE_FIGS)
 
-build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
+# Chapter 8's timeline: one window of a committed tools-agree run's perf
+# trace (the run the chapter quotes), drawn from its reference files.
+TIMELINE_RUN := reference/tools-agree/20261205T023715Z
+TRACE_FIGS := build/figures/tools-agree-timeline.svg
+build/figures/tools-agree-timeline.svg: $(TIMELINE_RUN)/agree-steal.perf-script.gz $(TIMELINE_RUN)/agree-steal.window.json scripts/book/timeline.py
+	@scripts/book/timeline.py $(TIMELINE_RUN) $@
+
+build/book.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(TRACE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --standalone --self-contained \
 	  --css scripts/book/book.css --metadata pagetitle=mmlocks -t html5 -o $@.tmp && mv $@.tmp $@
 
-build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
+build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(TRACE_FIGS) | plots
 	@mkdir -p $(@D)
 	@src=$$(labs/kernel/linux-source.sh) && \
 	MMLOCKS_LINUX_SRC=$$src pandoc book.md $(PANDOC_OPTS) --css scripts/book/book.css \
@@ -129,7 +136,7 @@ build/book.epub: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
 # (lunr, Debian's libjs-lunr) is built here and shipped as a script, so the
 # site works from file:// and from any static server.
 LUNR_JS ?= /usr/share/javascript/lunr/lunr.js
-build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) | plots
+build/site/index.html: $(BOOK_INPUTS) $(DIAGRAMS) $(EXPLORE_FIGS) $(TRACE_FIGS) | plots
 	@command -v node >/dev/null && [ -f $(LUNR_JS) ] || { echo "make book: the site's search needs node and $(LUNR_JS) (make deps)" >&2; exit 2; }
 	@mkdir -p build/site-src
 	@src=$$(labs/kernel/linux-source.sh) && \
@@ -274,7 +281,7 @@ tools: deps ## the guest tools overlay build/tools.cpio.gz (perf, trace-cmd; TOO
 
 # Not part of `make reproduce` (its own budget) or `make test`: three boots,
 # one of them the debug kernel's.
-tools-agree: deps kernel kernel-debug image ## standard tools against our instruments, chapters 1, 2, 7: results/tools-agree-<UTC time>/
+tools-agree: deps kernel kernel-debug image ## standard tools against our instruments, chapters 1, 2, 7, and their cost (ch. 8): results/tools-agree-<UTC time>/
 	@labs/kernel/tools-agree.sh --no-build
 
 # ------------------------------------------------ kernel labs (klab.py)

@@ -18,7 +18,7 @@ progs=(
   scripts/deps.sh scripts/test.sh scripts/check-cli.sh scripts/book/selftest.sh
   labs/tools/mkskel labs/tools/grade labs/tools/grade-all labs/tools/check-skeletons
   labs/kernel/linux-source.sh
-  scripts/reference.sh scripts/reference-bench.sh scripts/book/check-numbers.py scripts/book/check-refs.sh
+  scripts/reference.sh scripts/reference-agree.py scripts/book/timeline.py scripts/reference-bench.sh scripts/book/check-numbers.py scripts/book/check-refs.sh
   labs/tools/check-mutants scripts/check-leaks.py scripts/book/epub-titles.py scripts/book/browser-check.py
   scripts/book/epub-figures.py code/khugepaged/plots/guest-points.py
   scripts/book/check-shape.py scripts/book/chapter.sh scripts/book/answers.sh

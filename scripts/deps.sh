@@ -10,7 +10,7 @@ libcriterion-dev liburcu-dev
 qemu-system-x86 busybox-static cpio xz-utils gzip
 linux-source-6.12 bc bison flex libelf-dev libssl-dev
 gdb perl
-linux-perf trace-cmd"
+linux-perf trace-cmd python3-drgn"
 
 check_only=0
 case "${1:-}" in

@@ -26,6 +26,10 @@ An existing reference/<experiment>/<run>/ is never overwritten.
                   refuses to quote them; the README says so)
   --help          this text
 
+A make tools-agree run (results/tools-agree-<UTC time>/) goes to
+reference/tools-agree/<UTC time>/ (scripts/reference-agree.py --help);
+--load defaults to its meta.json's load average, --only does not apply.
+
 Quick runs (--quick) are refused: their numbers are not measurements.
 Exit status: 0 copied, 1 nothing copied or a copy failed, 2 usage.
 EOF
@@ -49,6 +53,15 @@ done
 [ -n "$RUNDIR" ] || die_usage "need a RUNDIR (e.g. RUN=results/20261130T120000Z)"
 [ -d "$RUNDIR" ] || die_usage "'$RUNDIR' is not a directory"
 RUNDIR=$(cd "$RUNDIR" && pwd -P)
+if [ -f "$RUNDIR/agree.jsonl" ] && grep -q '"cases"' "$RUNDIR/meta.json" 2>/dev/null; then
+	[ -z "$ONLY" ] || die_usage "--only does not apply to a tools-agree run"
+	[ "$KEEP" = 0 ] || die_usage "--keep-failed does not apply to a tools-agree run"
+	args=()
+	[ -z "$LABEL" ] || args+=(--label "$LABEL")
+	[ -z "$LOAD" ] || args+=(--load "$LOAD")
+	for n in ${NOTES[@]+"${NOTES[@]}"}; do args+=(--note "$n"); done
+	exec python3 "$TOP/scripts/reference-agree.py" ${args[@]+"${args[@]}"} "$RUNDIR"
+fi
 [ -f "$RUNDIR/meta.json" ] || die_usage "'$RUNDIR' has no meta.json: not a make reproduce run"
 for t in "$LABEL" "$LOAD" ${NOTES[@]+"${NOTES[@]}"}; do
 	case "$t" in *$'\n'*) die_usage "--label, --load and --note take one line each" ;; esac

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `make tools-agree`: a chapter's program and a standard tool in the same
-# run, for chapters 1, 2 and 7 (labs/kernel/tools/agree in the guest,
+# run, for chapters 1, 2 and 7, and the tools' cost for chapter 8
+# (labs/kernel/tools/agree in the guest,
 # labs/kernel/tools/agree.py on the host). One boot per case, the guest
 # tools appended to the initramfs (build/tools.cpio.gz).
 set -uo pipefail
@@ -21,13 +22,16 @@ standard tool that watched the same run:
          perf lock record (lock:contention_begin/end, mmap_lock:*)
   hold   chapter 2, patched kernel: khugepaged_hold's longest holds
          (mg_trace) against trace-cmd's mmap_lock events
+  cost   chapter 8, patched kernel: smaps_steal alone and under each tool
+         (perf lock record, trace-cmd record of the same events): what the
+         tools cost the program they watch
   split  chapter 7, debug kernel (build/kernel-debug, LOCK_STAT):
          deferred_split's split_queue_lock count against /proc/lock_stat
          and the lock:lock_contended / contention_begin events
 Sizes: labs/kernel/tools/agree --help. A run is a diagnostic unless the host
 was quiet; meta.json records the load average before and after.
 
-  --only CASES      steal, hold, split (comma-separated; default all three)
+  --only CASES      steal, hold, cost, split (comma-separated; default all four)
   --quick           the programs' quick sizes (checks the pipeline)
   --no-build        use the kernels and images already built
   --timeout SECONDS per-boot limit in the guest (default 600; QEMU +120)
@@ -40,7 +44,7 @@ die_usage() { echo "$PROG: $*" >&2; usage >&2; exit 2; }
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 say() { echo "$PROG: $*"; }
 
-CASES=steal,hold,split QUICK=0 BUILD=1 GTMO=600
+CASES=steal,hold,cost,split QUICK=0 BUILD=1 GTMO=600
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--help|-h) usage; exit 0 ;;
@@ -53,7 +57,7 @@ while [ $# -gt 0 ]; do
 done
 case "$GTMO" in ''|*[!0-9]*) die_usage "--timeout must be a number of seconds" ;; esac
 for c in $(echo "$CASES" | tr , ' '); do
-	case "$c" in steal|hold|split) ;; *) die_usage "unknown case '$c' (steal, hold, split)" ;; esac
+	case "$c" in steal|hold|split|cost) ;; *) die_usage "unknown case '$c' (steal, hold, cost, split)" ;; esac
 done
 need_debug=0
 case ",$CASES," in *,split,*) need_debug=1 ;; esac

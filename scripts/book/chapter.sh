@@ -18,7 +18,7 @@ for d in $(grep -ho 'diagrams/[A-Za-z0-9_-]*\.dot' "$@" | sort -u); do
   make --no-print-directory -s "build/diagrams/$(basename "$d" .dot).svg"
 done
 if grep -q 'build/plots/' "$@"; then make --no-print-directory -s plots >/dev/null; fi
-for f in $(grep -ho 'build/explore/[A-Za-z0-9_-]*\.svg' "$@" | sort -u); do
+for f in $(grep -Eho 'build/(explore|figures)/[A-Za-z0-9_-]*\.svg' "$@" | sort -u); do
   make --no-print-directory -s "$f"
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -1,7 +1,8 @@
 -- refs.lua: measured numbers by reference, for the book filter (mmlocks.lua).
 -- A reference run is reference/<experiment>/<run>/ (written by
 -- `make reference`): <experiment>.jsonl, <experiment>.md, meta.json and a
--- README.md. CONTRIBUTING.md, "Measured numbers", documents the forms:
+-- README.md; a `make tools-agree` run is reference/tools-agree/<run>/, its
+-- meta.json naming each case's exit status instead of experiments. CONTRIBUTING.md, "Measured numbers", documents the forms:
 --   []{.ref ...}  inline: one value, formatted with its unit, linked to the
 --                 run's entry in the "Reference runs" appendix
 --   ::: {.refs exp=E run=R sel=S}   defaults for the .ref spans inside
@@ -112,7 +113,19 @@ local function load_run(exp, run, where)
     if e.name == exp then entry = e end
   end
   r.meta = type(meta) == "table" and meta or {}
-  if not entry then
+  local cases = type(meta) == "table" and type(meta.cases) == "table" and meta.cases or nil
+  if cases and exp == "tools-agree" then
+    -- A make tools-agree run: one boot per case, each with its exit status
+    -- (meta.json's cases), and agree.py's agree_case record per case.
+    local n = 0
+    for name, c in pairs(cases) do
+      n = n + 1
+      if type(c) ~= "table" or c.rc ~= 0 then
+        r.why = (r.why and r.why .. "; " or "") .. "case " .. name .. " exited " .. tostring(type(c) == "table" and c.rc)
+      end
+    end
+    if n == 0 then r.why = "meta.json names no case" end
+  elseif not entry then
     r.why = "meta.json has no entry for it"
   elseif entry.ok ~= true then
     r.why = "status " .. tostring(entry.status) .. ", guest rc " .. tostring(entry.guest_rc)

@@ -4,9 +4,10 @@
 DUMP: a QEMU dump (labs/kernel/drgn/dump.sh; physical, with the kernel's
 virtual addresses added by vaddr.py); VMLINUX: the kernel with DWARF (the
 debug kernel's obj/ directory). Prints, for the process COMM (default
-victim, lab 08's), its mm's mm_lock_seq and mmap_lock count, and each
-VMA's vm_lock_seq, found by walking mm->mm_mt (drgn 0.0.22, Debian 12's,
-has no maple tree helper). Needs python3-drgn (Debian: /usr/bin/python3).
+victim, lab 08's; of several, the one with the most VMAs), its mm's
+mm_lock_seq and mmap_lock count, and each VMA's vm_lock_seq, found by
+walking mm->mm_mt (drgn 0.0.22, Debian 12's, has no maple tree helper).
+Needs python3-drgn (Debian: /usr/bin/python3).
 """
 import sys, drgn
 from drgn import Program, Object
@@ -18,9 +19,11 @@ prog.set_core_dump(sys.argv[1])
 prog.load_debug_info([sys.argv[2]])
 print("release:", prog["init_uts_ns"].name.release.string_().decode())
 comm = (sys.argv[3] if len(sys.argv) > 3 else "victim").encode()
-victim = next(t for t in for_each_task(prog) if t.comm.string_() == comm and t.pid == t.tgid)
+# Several processes of that name (a program and the target it forked): the one with the most VMAs.
+named = [t for t in for_each_task(prog) if t.comm.string_() == comm and t.pid == t.tgid and t.mm]
+victim = max(named, key=lambda t: int(t.mm.map_count))
 mm = victim.mm
-print("victim pid %d, mm %#x" % (victim.pid, mm.value_()))
+print("%s pid %d (of %d named so), mm %#x" % (comm.decode(), victim.pid, len(named), mm.value_()))
 seq = int(mm.mm_lock_seq.sequence)
 print("mm->mm_lock_seq.sequence = %d (%s)" % (seq, "odd: mmap_lock write-locked" if seq & 1 else "even: not write-locked"))
 print("mm->mmap_lock.count = %#x, map_count %d" % (mm.mmap_lock.count.counter.value_(), mm.map_count))
@@ -56,3 +59,5 @@ for vma in vmas[:3] + vmas[-2:]:
         vma.vm_start, vma.vm_end, vma.vm_lock_seq, vma.vm_lock.lock.count.counter.value_()))
 print("vm_lock_seq values (value: VMAs), the last five:", sorted(seqs.items())[-5:])
 print("VMAs write-locked now (vm_lock_seq == mm_lock_seq):", seqs.get(seq, 0))
+for vma in [v for v in vmas if int(v.vm_lock_seq) == seq][:5]:
+    print("  vma %#x-%#x vm_lock_seq %d" % (vma.vm_start, vma.vm_end, vma.vm_lock_seq))

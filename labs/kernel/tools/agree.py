@@ -11,6 +11,8 @@ agree.jsonl (one record per comparison) and summary.md there.
                lock:contention_begin/end
   agree-hold   chapter 2: khugepaged_hold's longest holds (mg_trace) against
                the same holds in trace-cmd's mmap_lock events
+  agree-cost   chapter 8: smaps_steal alone and under perf and trace-cmd,
+               what the tools cost the program they watch
   agree-split  chapter 7, debug kernel: deferred_split's
                deferred_split_lock_taken per cell against /proc/lock_stat's
                split_queue_lock and the lock:lock_contended /
@@ -24,10 +26,14 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-USAGE = """usage: labs/kernel/tools/agree.py RUNDIR
+USAGE = """usage: labs/kernel/tools/agree.py RUNDIR [OUTDIR]
 
-Writes RUNDIR/agree.jsonl and RUNDIR/summary.md from RUNDIR/agree-*.jsonl
-and prints the summary. Exit: 0 every comparison agreed (or had nothing to
+Writes OUTDIR/agree.jsonl and OUTDIR/summary.md (OUTDIR defaults to RUNDIR)
+from RUNDIR/agree-*.jsonl and prints the summary. A tool's file that is not
+a record in agree-CASE.jsonl is read from agree-CASE.NAME beside it (a
+committed reference run keeps them there, gzip'd).
+
+Exit: 0 every comparison agreed (or had nothing to
 compare), 1 one disagreed or a case's data is missing, 2 usage."""
 
 
@@ -71,6 +77,13 @@ def read_case(path):
             r["_t"] = last
             last = None
             recs.append(r)
+    # A reference run keeps the tools' files beside the records.
+    d, base = os.path.split(path)
+    stem = base[:-len(".jsonl")] + "."
+    for name in sorted(os.listdir(d or ".")):
+        if name.startswith(stem) and name.endswith(".gz") and name[len(stem):] not in files:
+            with open(os.path.join(d, name), "rb") as f:
+                files[name[len(stem):]] = gzip.decompress(f.read()).decode("utf-8", "replace")
     return recs, files
 
 
@@ -435,24 +448,91 @@ def split(recs, files, out, md):
     return ok and bool(rows) and all(e.get("rc") == 0 for e in end)
 
 
+# ---- chapter 8 -----------------------------------------------------------------
+# What the tools cost: smaps_steal alone and under each tool, one record per
+# tool and position with the medians over the tool's rounds. No verdict: a
+# measurement, compared with the program alone.
+def median(vals):
+    v = sorted(x for x in vals if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    m = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return int(m) if isinstance(m, float) and m.is_integer() and all(isinstance(x, int) for x in v) else m
+
+
+def cost(recs, files, out, md):
+    phase, by, sizes = None, defaultdict(list), defaultdict(list)
+    for r in recs:
+        t = r.get("type")
+        if t == "cost_phase":
+            phase = r.get("tool")
+        elif t == "cost_file":
+            sizes[r.get("tool")].append(r.get("bytes", 0))
+        elif t == "block" and phase:
+            pos = "baseline" if r.get("baseline") else "policy %d" % r.get("rwsem_steal_policy", -1)
+            by[(phase, pos)].append(r)
+    tools = [x for x in ("none", "perf", "trace-cmd") if any(k[0] == x for k in by)]
+    positions = [p for p in ("policy 0", "policy 1", "policy 2", "baseline") if any(k[1] == p for k in by)]
+    rows = []
+    for tool in tools:
+        for pos in positions:
+            bs = by.get((tool, pos), [])
+            if not bs:
+                continue
+            rec = {"type": "agree", "case": "cost", "tool": tool, "position": pos, "rounds": len(bs),
+                   "program_writer_calls": median([b.get("writer_calls") for b in bs]),
+                   "program_p50_us": median([b.get("writer_p50_us") for b in bs]),
+                   "program_p99_us": median([b.get("writer_p99_us") for b in bs]),
+                   "tool_file_bytes": median(sizes[tool]) if sizes.get(tool) else None}
+            base = by.get(("none", pos))
+            if tool != "none" and base:
+                b50 = median([b.get("writer_p50_us") for b in base])
+                bcalls = median([b.get("writer_calls") for b in base])
+                rec["p50_over_alone_ratio"] = round(rec["program_p50_us"] / b50, 3) if b50 else None
+                rec["calls_over_alone_ratio"] = round(rec["program_writer_calls"] / bcalls, 3) if bcalls else None
+            out.append(rec)
+            rows.append(rec)
+    md.append("## Chapter 8: what the tools cost, smaps_steal alone and under each tool\n")
+    md.append("`smaps_steal` (one block: steal policies 0, 1, 2, then the writer alone) run six times in one "
+              "boot: alone, under `perf lock record` (the steal case's events), under `trace-cmd record` of "
+              "the same events plus `lock:contention_begin/end`, in the order alone, perf, trace-cmd, "
+              "trace-cmd, perf, alone. Medians over each tool's two rounds; *calls* is the writer's "
+              "mmap()/munmap() calls in the position's window, the rest of the tool's cost.\n")
+    md.append("| tool | position | writer calls | p50 latency | p99 latency | p50 / alone | calls / alone |")
+    md.append("|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        md.append("| %s | %s | %s | %s us | %s us | %s | %s |" % (
+            r["tool"], r["position"], fmt(r["program_writer_calls"]), fmt(r["program_p50_us"]),
+            fmt(r["program_p99_us"]), fmt(r.get("p50_over_alone_ratio"), 2), fmt(r.get("calls_over_alone_ratio"), 2)))
+    for tool in tools:
+        if sizes.get(tool):
+            md.append("\n%s's file: %s bytes per run (median)." % (tool, fmt(median(sizes[tool]))))
+    md.append("")
+    end = [r for r in recs if r.get("type") == "end"]
+    return bool(rows) and "none" in tools and len(tools) == 3 and all(e.get("rc") == 0 for e in end)
+
+
 def main():
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    if len(sys.argv) not in (2, 3) or any(a.startswith("-") for a in sys.argv[1:]):
         if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
             print(USAGE)
             return 0
         print(USAGE, file=sys.stderr)
         return 2
     d = sys.argv[1]
-    if not os.path.isdir(d):
-        print("agree.py: %s is not a directory" % d, file=sys.stderr)
-        return 2
+    outdir = sys.argv[2] if len(sys.argv) == 3 else d
+    for x in (d, outdir):
+        if not os.path.isdir(x):
+            print("agree.py: %s is not a directory" % x, file=sys.stderr)
+            return 2
     out, md, ok, ran = [], ["# Standard tools against our instruments\n"], True, 0
     meta = os.path.join(d, "meta.json")
     if os.path.exists(meta):
         m = json.load(open(meta))
         md.append("Run %s: %s. %s\n" % (m.get("run", os.path.basename(d.rstrip("/"))), m.get("host_load", ""),
                                           m.get("note", "")))
-    for case, fn in (("steal", steal), ("hold", hold), ("split", split)):
+    for case, fn in (("steal", steal), ("hold", hold), ("cost", cost), ("split", split)):
         p = os.path.join(d, "agree-%s.jsonl" % case)
         if not os.path.exists(p):
             continue
@@ -464,10 +544,10 @@ def main():
     if not ran:
         print("agree.py: no agree-*.jsonl in %s" % d, file=sys.stderr)
         return 1
-    with open(os.path.join(d, "agree.jsonl"), "w") as f:
+    with open(os.path.join(outdir, "agree.jsonl"), "w") as f:
         for r in out:
             f.write(json.dumps(r) + "\n")
-    with open(os.path.join(d, "summary.md"), "w") as f:
+    with open(os.path.join(outdir, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
     return 0 if ok else 1

@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"            underused_thps_are_not_split          N THPs never cut stay huge\n"
 		"                                          (queued at fault, max_ptes_none 511)\n"
 		"            todo2_shrinker_splits_cut_thps        N THPs with one hole each are\n"
-		"                                          split (AnonHugePages 0)\n"
+		"                                          split (nr_anon falls by N)\n"
 		"            todo2_cut_queues_thps_the_fault_did_not  the same with shrink_underused\n"
 		"                                          0: only the partial unmap queues them\n"
 		"Each test prints {\"type\":\"test\",\"name\":...,\"pass\":...,\"reason\":...}; the host\n"
@@ -70,11 +70,11 @@ static void usage(FILE *f)
 
 /* ---- counters ----------------------------------------------------------- */
 
-enum { C_PARTIAL, C_LOCK, C_DEFERRED, C_SPLIT_DEFERRED, C_NR_PARTIAL, C_SPLIT, C_MIGRATE, C_NR };
+enum { C_PARTIAL, C_LOCK, C_DEFERRED, C_SPLIT_DEFERRED, C_NR_PARTIAL, C_NR_ANON, C_SPLIT, C_MIGRATE, C_NR };
 
 static const char *const cname[C_NR] = {
 	"deferred_split_partial_unmaps", "deferred_split_lock_taken", "thp_deferred_split_page",
-	"split_deferred", "nr_anon_partially_mapped", "thp_split_page", "pgmigrate_success",
+	"split_deferred", "nr_anon_partially_mapped", "nr_anon", "thp_split_page", "pgmigrate_success",
 };
 
 struct snap {
@@ -102,6 +102,7 @@ static int take(struct snap *s)
 	s->v[C_DEFERRED] = vmstat(cname[C_DEFERRED]);
 	s->v[C_SPLIT_DEFERRED] = mg_counter(STATS, cname[C_SPLIT_DEFERRED]);
 	s->v[C_NR_PARTIAL] = mg_counter(STATS, cname[C_NR_PARTIAL]);
+	s->v[C_NR_ANON] = mg_counter(STATS, cname[C_NR_ANON]);
 	s->v[C_SPLIT] = vmstat(cname[C_SPLIT]);
 	s->v[C_MIGRATE] = vmstat(cname[C_MIGRATE]);
 	for (int i = 0; i < C_NR; i++) {
@@ -283,30 +284,35 @@ static int test_count(void)
 
 /* ---- shrink: what the shrinker does with what was queued ---------------- */
 
-/* Fault n THPs, cut `holes` holes in each, run the shrinker: the THPs' kB left, the snapshots around it. */
+/*
+ * Fault n THPs, cut `holes` holes in each, run the shrinker; s0 before the
+ * faults, s1 and s2 around the shrinker, huge_kb the PMD-mapped THPs' kB
+ * after it. A cut splits the THP's PMD, so only nr_anon (the 2 MiB folios
+ * alive, which a split of the folio decrements) tells a cut THP from its
+ * split.
+ */
 static int shrink_phase(const char *phase, long long holes, long long *huge_kb, struct snap *s0,
-			struct snap *s2)
+			struct snap *s1, struct snap *s2)
 {
 	struct region r;
-	struct snap s1;
 
 	if (take(s0) || fault_thps(&r, opt.thps))
 		return -1;
 	for (long long k = 0; k < holes; k++)
 		if (cut_round(&r, opt.thps, k))
 			return -1;
-	if (take(&s1) || drop_caches() || take(s2))
+	if (take(s1) || drop_caches() || take(s2))
 		return -1;
 	*huge_kb = mg_anon_huge_kb();
 	unmap(&r);
-	sample(phase, 1, &s1, s2);
+	sample(phase, 1, s1, s2);
 	return 0;
 }
 
 static int test_shrink(void)
 {
 	long long n = opt.thps, kb[3];
-	struct snap a[3], b[3];
+	struct snap a[3], m[3], b[3];
 
 	/*
 	 * Empty the queue of whatever was there (this run's THPs are then the
@@ -315,26 +321,31 @@ static int test_shrink(void)
 	if (drop_caches() || set_or_fail(MG_KNOBS "/deferred_split_early_check", "1") ||
 	    set_or_fail(MG_THP "/shrink_underused", "1"))
 		return MG_EXIT_FAIL;
-	if (shrink_phase("underused", 0, &kb[0], &a[0], &b[0]) ||
-	    shrink_phase("cut", 1, &kb[1], &a[1], &b[1]))
+	if (shrink_phase("underused", 0, &kb[0], &a[0], &m[0], &b[0]) ||
+	    shrink_phase("cut", 1, &kb[1], &a[1], &m[1], &b[1]))
 		return MG_EXIT_FAIL;
 	if (set_or_fail(MG_THP "/shrink_underused", "0") ||
-	    shrink_phase("cut-unqueued", 1, &kb[2], &a[2], &b[2]))
+	    shrink_phase("cut-unqueued", 1, &kb[2], &a[2], &m[2], &b[2]))
 		return MG_EXIT_FAIL;
-	mg_test_record(EXP, "underused_thps_are_not_split", kb[0] == n * (long long)THP_KB,
-		       "%lld THPs queued at fault, never cut: %lld kB still huge after the shrinker "
-		       "(want %lld: thp_underused() is false with max_ptes_none 511), thp_split_page %+lld",
-		       n, kb[0], n * (long long)THP_KB, d(&a[0], &b[0], C_SPLIT));
+	mg_test_record(EXP, "underused_thps_are_not_split",
+		       kb[0] == n * (long long)THP_KB && d(&m[0], &b[0], C_NR_ANON) == 0,
+		       "%lld THPs queued at fault, never cut: after the shrinker %lld kB still PMD-mapped "
+		       "(want %lld: thp_underused() is false with max_ptes_none 511), nr_anon %+lld "
+		       "(want +0), thp_split_page %+lld", n, kb[0], n * (long long)THP_KB,
+		       d(&m[0], &b[0], C_NR_ANON), d(&m[0], &b[0], C_SPLIT));
 	mg_test_record(EXP, "todo2_shrinker_splits_cut_thps",
-		       kb[1] == 0 && d(&a[1], &b[1], C_SPLIT) >= n && d(&a[1], &b[1], C_NR_PARTIAL) == 0,
-		       "%lld THPs with one hole each: %lld kB still huge after the shrinker (want 0), "
-		       "thp_split_page %+lld (want >= %lld), nr_anon_partially_mapped %+lld (want +0)", n,
-		       kb[1], d(&a[1], &b[1], C_SPLIT), n, d(&a[1], &b[1], C_NR_PARTIAL));
+		       d(&m[1], &b[1], C_NR_ANON) == -n && d(&m[1], &b[1], C_SPLIT) >= n &&
+			       d(&a[1], &b[1], C_NR_PARTIAL) == 0,
+		       "%lld THPs queued at fault, one hole each: the shrinker took nr_anon %+lld "
+		       "(want -%lld: each split), thp_split_page %+lld (want >= %lld); "
+		       "nr_anon_partially_mapped %+lld since before the faults (want +0)", n,
+		       d(&m[1], &b[1], C_NR_ANON), n, d(&m[1], &b[1], C_SPLIT), n,
+		       d(&a[1], &b[1], C_NR_PARTIAL));
 	mg_test_record(EXP, "todo2_cut_queues_thps_the_fault_did_not",
-		       kb[2] == 0 && d(&a[2], &b[2], C_SPLIT) >= n,
+		       d(&m[2], &b[2], C_NR_ANON) == -n && d(&m[2], &b[2], C_SPLIT) >= n,
 		       "shrink_underused 0 (the fault queues nothing), %lld THPs with one hole each: "
-		       "%lld kB still huge after the shrinker (want 0), thp_split_page %+lld (want >= %lld)",
-		       n, kb[2], d(&a[2], &b[2], C_SPLIT), n);
+		       "the shrinker took nr_anon %+lld (want -%lld), thp_split_page %+lld (want >= %lld)",
+		       n, d(&m[2], &b[2], C_NR_ANON), n, d(&m[2], &b[2], C_SPLIT), n);
 	return MG_EXIT_OK;
 }
 
@@ -343,7 +354,8 @@ int main(int argc, char **argv)
 	static const char *const need[] = {
 		MG_KNOBS "/deferred_split_early_check", MG_KNOBS "/deferred_split_partial_unmaps",
 		MG_KNOBS "/deferred_split_lock_taken", MG_THP "/enabled", MG_THP "/shrink_underused",
-		STATS "/split_deferred", STATS "/nr_anon_partially_mapped", DROP_CACHES, NULL,
+		STATS "/split_deferred", STATS "/nr_anon_partially_mapped", STATS "/nr_anon", DROP_CACHES,
+		NULL,
 	};
 	static const struct mg_opt o[] = {
 		MG_INT("thps", &opt.thps, 1, 256, 4),

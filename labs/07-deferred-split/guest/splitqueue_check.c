@@ -95,19 +95,35 @@ static long long vmstat(const char *name)
 	return -1;
 }
 
+/*
+ * A gauge of the mTHP stats. sysfs prints the per-CPU sum unsigned, so a
+ * wrong answer that decrements it more often than it increments it shows
+ * a huge number: read it back as the negative count it is. -1 if unreadable
+ * (the caller's mg_require() made sure the file exists).
+ */
+static long long gauge(const char *name)
+{
+	char path[256], buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", STATS, name);
+	if (mg_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return (long long)strtoull(buf, NULL, 10);
+}
+
 static int take(struct snap *s)
 {
 	s->v[C_PARTIAL] = mg_counter(MG_KNOBS, cname[C_PARTIAL]);
 	s->v[C_LOCK] = mg_counter(MG_KNOBS, cname[C_LOCK]);
 	s->v[C_DEFERRED] = vmstat(cname[C_DEFERRED]);
 	s->v[C_SPLIT_DEFERRED] = mg_counter(STATS, cname[C_SPLIT_DEFERRED]);
-	s->v[C_NR_PARTIAL] = mg_counter(STATS, cname[C_NR_PARTIAL]);
-	s->v[C_NR_ANON] = mg_counter(STATS, cname[C_NR_ANON]);
+	s->v[C_NR_PARTIAL] = gauge(cname[C_NR_PARTIAL]);
+	s->v[C_NR_ANON] = gauge(cname[C_NR_ANON]);
 	s->v[C_SPLIT] = vmstat(cname[C_SPLIT]);
 	s->v[C_MIGRATE] = vmstat(cname[C_MIGRATE]);
 	for (int i = 0; i < C_NR; i++) {
-		/* nr_anon_partially_mapped is a gauge: a wrong answer can drive it below 0. */
-		if (s->v[i] < 0 && i != C_NR_PARTIAL) {
+		/* The gauges may be below 0 (see gauge()); the counters never are. */
+		if (s->v[i] < 0 && i != C_NR_PARTIAL && i != C_NR_ANON) {
 			mg_error(EXP, "cannot read the counter %s", cname[i]);
 			return -1;
 		}

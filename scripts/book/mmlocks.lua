@@ -441,8 +441,8 @@ local function kver_span(sp)
   return pandoc.Str(linux_version)
 end
 
--- ::: {.lab-answer lab="NN" todo="N"} wraps a listing whose code is what a
--- lab asks the student to write. Its ::: {.for-students} div says what the
+-- ::: {.lab-answer lab="NN" todo="N" [ktodo="N"]} wraps a listing whose code is what a
+-- lab (ktodo: its kernel part) asks the student to write. Its ::: {.for-students} div says what the
 -- student needs instead (the rule, the invariant, the steps). The full book
 -- shows the listing and drops the .for-students text; the students' book
 -- (a students' copy, which has labs/tools/exercises.txt, or
@@ -542,7 +542,12 @@ local function lab_answer(div)
     return pandoc.Div(rest, pandoc.Attr("", { "lab-answer" }, { lab = nn }))
   end
   local todo = div.attributes.todo
-  local where = "Lab " .. nn .. (todo and (", TODO " .. todo) or "") .. " asks you to write this code ("
+  local ktodo = div.attributes.ktodo -- the lab's kernel part, labs/NN-slug/kernel/
+  local steps = {}
+  if todo then steps[#steps + 1] = "TODO " .. todo end
+  if ktodo then steps[#steps + 1] = "the kernel part's TODO " .. ktodo end
+  local where = "Lab " .. nn .. (#steps > 0 and (", " .. table.concat(steps, " and ")) or "") ..
+                " asks you to write this code ("
   local ptr = pandoc.Para({ pandoc.Strong({ pandoc.Str("Your turn.") }), pandoc.Space(),
                             pandoc.Str(where), pandoc.Code(dir .. "/handout.md"),
                             pandoc.Str("); the listing is in the instructors' edition.") })

@@ -158,16 +158,37 @@ def parse_patch(path):
     return out
 
 
+def find_unique(lines, block):
+    n = len(block)
+    at = [k for k in range(len(lines) - n + 1) if lines[k:k + n] == block]
+    return at[0] if len(at) == 1 else None
+
+
 def apply_hunks(text, hunks):
-    """Apply each hunk whose old side occurs exactly once; returns (text, set of applied hunk indexes)."""
+    """Apply each hunk whose old side occurs exactly once, trimming its context
+    from the outside when an earlier state of the file has other lines there
+    (the lines it removes must be found whole). Returns (text, applied indexes)."""
     applied = set()
     lines = text.split("\n")
     for i, (old, new) in enumerate(hunks):
-        n = len(old)
-        at = [k for k in range(len(lines) - n + 1) if lines[k:k + n] == old]
-        if len(at) == 1:
-            lines[at[0]:at[0] + n] = new
-            applied.add(i)
+        # leading and trailing context shared by both sides
+        lead = 0
+        while lead < min(len(old), len(new)) and old[lead] == new[lead]:
+            lead += 1
+        trail = 0
+        while trail < min(len(old), len(new)) - lead and old[-1 - trail] == new[-1 - trail]:
+            trail += 1
+        for cut in range(0, max(lead, trail) + 1):
+            a, b = min(cut, lead), min(cut, trail)
+            o = old[a:len(old) - b]
+            nw = new[a:len(new) - b]
+            if not o or all(not x.strip() for x in o):
+                break
+            k = find_unique(lines, o)
+            if k is not None:
+                lines[k:k + len(o)] = nw
+                applied.add(i)
+                break
     return "\n".join(lines), applied
 
 
@@ -194,10 +215,11 @@ def udiff(f, a, b):
 
 
 def stages(files, top=TOP):
-    """{file: [content after patch 0..n]} for files, pristine + the series, one patch at a time."""
+    """{file: [content after patch 0..n]} for files (None: every file the series touches)."""
     prist = pristine()
     pats = series(top)
-    every = sorted({f for p in pats for f in patch_files(p)} | set(files))
+    every = sorted({f for p in pats for f in patch_files(p)} | set(files or []))
+    files = files or every
     out = {f: [] for f in files}
     with tempfile.TemporaryDirectory(prefix="kparts.") as t:
         for f in every:
@@ -226,7 +248,15 @@ def skeletons(top=TOP):
 
 
 def folded(top=TOP):
-    """({patch path: new text or None if unchanged}, {file: lab}, stages, final folded texts)."""
+    """({patch path: new text or None if unchanged}, {file: lab}, stages, final folded texts, secrets).
+
+    A file a skeleton touches gets, at each state of the series from the
+    first that holds a solution-only line, the skeleton's hunks applied
+    (context trimmed where an earlier state differs around them). Where that
+    still leaves a solution-only line (a later patch changes the solution
+    itself), the file goes at once to its final state, the skeleton's: the
+    later patches' changes of that file are folded into the introducing one.
+    """
     hunks, owner = {}, {}
     for lab, sk in skeletons(top):
         for f, hs in parse_patch(sk).items():
@@ -234,19 +264,41 @@ def folded(top=TOP):
                 die(f"{f}: in the skeletons of both {owner[f]} and {lab}")
             owner[f] = lab
             hunks[f] = hs
-    st, pats = stages(sorted(hunks), top)
-    new = {f: [] for f in hunks}
+    st, pats = stages(None, top)
+    final = {}
     for f, hs in hunks.items():
-        seen = set()
+        t, app = apply_hunks(st[f][-1], hs)
+        if len(app) != len(hs):
+            die(f"{f}: {len(hs) - len(app)} hunk(s) of lab {owner[f]}'s skeleton do not apply to the series")
+        final[f] = t
+    kept = set()
+    for f in st:
+        kept |= {norm(l) for l in (final.get(f) or st[f][-1]).split("\n")}
+    secret = set()
+    for f, hs in hunks.items():
+        for old, new in hs:
+            secret |= {norm(l) for l in old if l not in new and not trivial(l) and norm(l) not in kept}
+
+    def leaks(text):
+        return any(norm(l) in secret for l in text.split("\n"))
+    new = {}
+    for f, hs in hunks.items():
+        seq, squash = [], False
         for i, text in enumerate(st[f]):
-            t2, app = apply_hunks(text, hs)
-            if seen - app:
-                die(f"{f}: the skeleton of lab {owner[f]} stops applying at {os.path.basename(pats[i - 1])} "
-                    f"(a later patch changes the code it replaces)")
-            seen = app
-            new[f].append(t2)
-        if len(seen) != len(hs):
-            die(f"{f}: {len(hs) - len(seen)} hunk(s) of lab {owner[f]}'s skeleton apply nowhere in the series")
+            if squash:
+                seq.append(final[f])
+                continue
+            if not leaks(text):
+                seq.append(text)
+                continue
+            t2, _ = apply_hunks(text, hs)
+            if leaks(t2):
+                squash = True
+                t2 = final[f]
+            seq.append(t2)
+        if seq[-1] != final[f]:
+            die(f"{f}: folding lab {owner[f]}'s skeleton does not end at the skeleton's tree")
+        new[f] = seq
     out = {}
     for i, p in enumerate(pats, 1):
         text = open(p).read()
@@ -254,15 +306,17 @@ def folded(top=TOP):
         changed = False
         body = []
         for f, sec in secs:
-            if f in hunks and new[f][i] != st[f][i]:
+            if f in hunks and (new[f][i] != st[f][i] or new[f][i - 1] != st[f][i - 1]):
                 changed = True
-                d = udiff(f, new[f][i - 1], new[f][i])
-                body.append(d)
+                if new[f][i] != new[f][i - 1]:
+                    body.append(udiff(f, new[f][i - 1], new[f][i]))
             else:
                 body.append(sec)
         if not changed:
             out[p] = None
             continue
+        if not body:
+            die(f"{os.path.basename(p)}: nothing left once the skeletons are folded in")
         labs = sorted({owner[f] for f, _ in secs if f in hunks})
         # The diffstat counted the solution's lines: drop it.
         hl = header.split("\n")
@@ -273,11 +327,11 @@ def folded(top=TOP):
                            " replaced by its TODO regions; make kernel-tree starts from this]", "---", ""]
             header = "\n".join(hl)
         out[p] = header + "".join(body)
-    return out, owner, st, {f: new[f][-1] for f in hunks}
+    return out, owner, st, final, secret
 
 
 def cmd_fold(outdir):
-    out, owner, _, _ = folded()
+    out, owner, _, _, _ = folded()
     os.makedirs(outdir, exist_ok=True)
     for p, text in out.items():
         dst = os.path.join(outdir, os.path.basename(p))
@@ -296,19 +350,8 @@ def cmd_fold(outdir):
 
 
 def secrets(top=TOP):
-    """Solution-only lines (normalized): removed by a skeleton, nontrivial, absent from the folded file."""
-    out = set()
-    _, owner, _, final = folded(top)
-    kept = {f: {norm(l) for l in t.split("\n")} for f, t in final.items()}
-    for lab, sk in skeletons(top):
-        for f, hs in parse_patch(sk).items():
-            for old, new in hs:
-                for l in old:
-                    if l in new or trivial(l):
-                        continue
-                    if norm(l) not in kept[f]:
-                        out.add(norm(l))
-    return out
+    """Solution-only lines (normalized): removed by a skeleton, not trivial, in no file of its tree."""
+    return folded(top)[4]
 
 
 # --------------------------------------------------------- student side

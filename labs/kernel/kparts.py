@@ -25,6 +25,11 @@ Usage: labs/kernel/kparts.py COMMAND [args]
                          skeleton` of work/kernel/NN-slug/, its lab's files
                          only) and print their paths; build.sh appends them to
                          the series of the measuring kernel
+  table                  Markdown for the instructors' appendix and the answer
+                         key: per kernel part its files, tests, the skeleton's
+                         score, and its wrong answers with the test that
+                         catches each (scripts/book/mmlocks.lua, div
+                         .kernel-parts, runs it at build time)
   source DIR             write into DIR the files the series touches as the
                          measuring kernel's tree holds them: the pristine files,
                          the series, then the student-patches (a check, no build)
@@ -461,6 +466,73 @@ def cmd_source(dst):
     return 0
 
 
+def tests_of(lab, top=TOP):
+    """[(run, seconds, test, what)] of labs/NN-slug/kernel/tests, in boot order."""
+    out, run = [], None
+    for line in open(os.path.join(top, "labs", lab, "kernel", "tests")):
+        w = line.split()
+        if not w or w[0].startswith("#"):
+            continue
+        if w[0] == "run":
+            run = (w[1], w[2])
+        elif w[0] == "test" and run:
+            out.append((run[0], run[1], w[1], " ".join(w[2:])))
+    return out
+
+
+def md(text):
+    """A cell: kernel names (with _ or ()) in code, | escaped."""
+    words = []
+    for w in text.replace("|", "\\|").split(" "):
+        m = re.match(r"^([(\"]?)([A-Za-z0-9_./>+=-]*(?:_|\(\))[A-Za-z0-9_./>+=()-]*)([,.;:)\"]?)$", w)
+        if m and "`" not in w:
+            name, tail = m.group(2), m.group(3)
+            while name.count(")") > name.count("(") and name.endswith(")"):
+                name, tail = name[:-1], ")" + tail
+            words.append(f"{m.group(1)}`{name}`{tail}")
+        else:
+            words.append(w)
+    return " ".join(words)
+
+
+def cmd_table():
+    L = []
+    for lab in parts():
+        n = lab[:2]
+        tests = tests_of(lab)
+        todo = [t for t in tests if re.match(r"todo\d+_", t[2])]
+        files = lab_files(lab)
+        ex = experiments_of(lab)
+        L += [f"**Lab {n}'s kernel part** (`labs/{lab}/kernel/`): the TODO regions of "
+              + ", ".join(f"`{f}`" for f in files) + "; "
+              + (f"it is what `{'`, `'.join(ex)}` measure{'s' if len(ex) == 1 else ''}. " if ex else "")
+              + f"The untouched skeleton scores **{len(tests) - len(todo)}/{len(tests)}**: it fails exactly "
+              f"the `todoN_` tests (`make kernel-check LAB={n}` proves it).", "",
+              "| Test | Run (limit) | What it checks | Skeleton |", "|---|---|---|---|"]
+        for run, secs, name, what in tests:
+            L.append(f"| `{name}` | `{run}` ({secs} s) | {md(what)} | {'FAIL' if (run, secs, name, what) in todo else 'PASS'} |")
+        L.append("")
+        muts = sorted(glob.glob(os.path.join(TOP, "labs", lab, "kernel", "mutants", "*.patch")))
+        if muts:
+            L += [f"Its wrong answers (`labs/{lab}/kernel/mutants/`; `make kernel-mutants LAB={n}` proves "
+                  "that the named test rejects each):", "",
+                  "| Wrong answer | The mistake | Caught by |", "|---|---|---|"]
+            for m in muts:
+                text = open(m).read()
+                what = re.search(r"^mutant:\s*(.*)$", text, re.M)
+                by = re.search(r"^caught-by:\s*(\S+)", text, re.M)
+                L.append(f"| `{os.path.basename(m)[:-6]}` | {md(what.group(1) if what else '?')} | "
+                         f"`{by.group(1) if by else '?'}` |")
+            L.append("")
+        else:
+            L += ["Its wrong answers are in the instructors' repository "
+                  f"(`labs/{lab}/kernel/mutants/`), not in this copy.", ""]
+    if not L:
+        L = ["No lab has a kernel part yet.", ""]
+    sys.stdout.write("\n".join(L))
+    return 0
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         (sys.stdout if argv else sys.stderr).write(__doc__.split("\n", 2)[2])
@@ -480,6 +552,8 @@ def main(argv):
         for p in student_patches(os.path.abspath(rest[0])):
             print(p)
         return 0
+    if cmd == "table" and not rest:
+        return cmd_table()
     if cmd == "source" and len(rest) == 1:
         return cmd_source(os.path.abspath(rest[0]))
     sys.stderr.write(f"{PROG}: bad arguments: {' '.join(argv)}\n")

@@ -97,8 +97,8 @@ fi
 WAITING=()
 while read -r e lab; do
 	[ -n "$e" ] || continue
-	why=$("$HERE/kparts.py" status | sed -n "s/^$lab: kernel part waiting: //p")
-	say "$e: waiting for lab ${lab%%-*}'s kernel part (not run: ${why:-not done}; make kernel-tree LAB=${lab%%-*}, then commit your work)"
+	why=$("$HERE/kparts.py" status | sed -n "s/^$lab: kernel part waiting: //p" | sed 's/; measured by .*//')
+	say "$e: waiting for lab ${lab%%-*}'s kernel part (not run: ${why:-not done})"
 	WAITING+=("$e")
 done < <("$HERE/kparts.py" waiting "${RUNLIST[@]}")
 if [ ${#WAITING[@]} -gt 0 ]; then

@@ -309,12 +309,14 @@ def folded(top=TOP):
         text = open(p).read()
         header, secs = split_sections(text)
         changed = False
-        body = []
+        body, moved = [], []
         for f, sec in secs:
             if f in hunks and (new[f][i] != st[f][i] or new[f][i - 1] != st[f][i - 1]):
                 changed = True
                 if new[f][i] != new[f][i - 1]:
                     body.append(udiff(f, new[f][i - 1], new[f][i]))
+                else:
+                    moved.append(f)
             else:
                 body.append(sec)
         if not changed:
@@ -328,8 +330,12 @@ def folded(top=TOP):
         if "---" in hl:
             k = hl.index("---")
             which = " and ".join(f"lab {l[:2]}" for l in labs)
-            hl = hl[:k] + [f"[students' edition: the code the kernel part of {which} asks for is",
-                           " replaced by its TODO regions; make kernel-tree starts from this]", "---", ""]
+            note = [f"Students' edition: the code the kernel part of {which} asks for is",
+                    "replaced by its TODO regions (make kernel-tree starts from this)."]
+            if moved:
+                note += [f"This patch's change of {', '.join(moved)} is folded into the earlier",
+                         "patch that introduces that code: kept here, it would show the code."]
+            hl = hl[:k] + ["---"] + note + [""]
             header = "\n".join(hl)
         out[p] = header + "".join(body)
     return out, owner, st, final, secret

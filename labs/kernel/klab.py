@@ -140,11 +140,16 @@ def parse_tests(path):
         if w[0] == "run" and len(w) >= 4 and w[2].isdigit():
             if any(r["name"] == w[1] for r in runs):
                 die(f"{rel(path)}:{n}: run {w[1]} twice")
-            runs.append({"name": w[1], "seconds": int(w[2]), "cmd": " ".join(w[3:]), "tests": []})
+            runs.append({"name": w[1], "seconds": int(w[2]), "cmd": " ".join(w[3:]), "tests": [], "needs": []})
         elif w[0] == "test" and len(w) >= 2 and runs:
             runs[-1]["tests"].append({"name": w[1], "what": " ".join(w[2:]), "run": runs[-1]["name"]})
+        elif w[0] == "needs" and len(w) == 2 and runs:
+            # The run goes through another lab's kernel part too (lab 01's
+            # khugepaged run retakes in lab 02's skip batch): in a students'
+            # copy its tests wait while that part is a stub in the tree.
+            runs[-1].setdefault("needs", []).append(w[1])
         else:
-            die(f"{rel(path)}:{n}: expected 'run NAME SECONDS COMMAND...' or 'test NAME WHAT'")
+            die(f"{rel(path)}:{n}: expected 'run NAME SECONDS COMMAND...', 'test NAME WHAT' or 'needs LAB'")
     names = [t["name"] for r in runs for t in r["tests"]]
     if not names or len(set(names)) != len(names):
         die(f"{rel(path)}: no tests, or a test named twice")
@@ -283,6 +288,22 @@ def make_tree(lab, dst, skeleton=True, git=True):
         if r.returncode:
             shutil.rmtree(tmp, ignore_errors=True)
             die(f"{rel(lab.skeleton)} does not apply to the series:\n{r.stdout}{r.stderr}")
+    carried = []
+    if skeleton and not lab.has_skeleton:
+        # A students' copy: the other kernel parts the student has done come
+        # along (their committed work since `skeleton`, in this tree's first
+        # commit), so a run that goes through them tests them as written.
+        with tempfile.TemporaryDirectory(prefix="klab-parts.") as pd:
+            for p in kparts.student_patches(pd, TOP):
+                if os.path.basename(p)[:-len(".patch")] == lab.slug:
+                    continue
+                ok, msg = apply_patch(tmp, p)
+                if not ok:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    die(f"your committed work of {os.path.basename(p)[:-6]} does not apply here:\n{msg}")
+                carried.append(os.path.basename(p)[:-6])
+        if carried:
+            say(f"your committed kernel part(s) of {', '.join(carried)} are in this tree's first commit")
     meta = {"lab": lab.slug, "series": info["series"], "cfg": info["cfg"], "cache_tree": info["tree"],
             "pristine": info["pristine"], "skeleton": skeleton, "created": int(time.time())}
     gdir = os.path.join(tmp, ".git") if git else os.path.join(tmp, ".klab")
@@ -645,15 +666,57 @@ def judge(lab, runs, boot):
     return verdicts
 
 
+def other_stubs(lab, tree):
+    """{other lab: its files} for the parts the runs need whose TODO regions are still the
+    series' stubs in tree (a students' copy only: elsewhere the series is their solution)."""
+    out = {}
+    if lab.has_skeleton:
+        return out
+    meta, _ = tree_meta(tree)
+    for need in sorted({n for r in lab.runs for n in r.get("needs", [])}):
+        other = Lab(need)
+        for f in other.files():
+            try:
+                have = kparts.regions(open(os.path.join(tree, f)).read())
+                stub = kparts.regions(open(os.path.join(meta["cache_tree"], f)).read())
+            except OSError:
+                continue
+            if any(k in have and kparts.norm(have[k]) == kparts.norm(stub[k]) for k in stub):
+                out.setdefault(other.slug, []).append(f)
+    return out
+
+
+def mark_waiting(lab, tree, verdicts):
+    """A test whose run needs another lab's part, still a stub in this tree: it waits for that lab."""
+    stubs = other_stubs(lab, tree)
+    if not stubs:
+        return verdicts
+    needs = {r["name"]: [n for n in (Lab(x).slug for x in r.get("needs", [])) if n in stubs] for r in lab.runs}
+    for v in verdicts:
+        w = needs.get(v["run"])
+        if w and not v["pass"]:
+            v["waiting"] = w
+            v["reason"] = (f"waiting for lab {', '.join(x[:2] for x in w)}'s kernel part: its TODO regions in "
+                           f"{', '.join(f for x in w for f in stubs[x])} are still the skeleton's stubs in this "
+                           f"tree, and this run goes through them ({v['reason']})")
+    return verdicts
+
+
 def print_verdicts(lab, verdicts, label="kernel"):
     w = max(len(v["name"]) for v in verdicts)
     for v in verdicts:
-        print(f"  {lab.slug}: {v['name']:<{w}}  {'PASS' if v['pass'] else 'FAIL'}  {v['reason']}")
+        print(f"  {lab.slug}: {v['name']:<{w}}  {'PASS' if v['pass'] else 'WAIT' if v.get('waiting') else 'FAIL'}"
+              f"  {v['reason']}")
         if not v["pass"]:
             for l in v["splat"][:15]:
                 print(f"      | {l}")
     score = sum(v["pass"] for v in verdicts)
     print(f"{lab.slug}: {label} score {score}/{len(verdicts)}")
+    waits = [v["name"] for v in verdicts if v.get("waiting")]
+    if waits:
+        print(f"{lab.slug}: {len(waits)} test(s) wait for another lab's kernel part ({', '.join(waits)}): "
+              f"counted as not passed until that part is written, in this tree or in its own (make kernel-tree "
+              f"then copies your committed work of a done part into a new tree)")
     return score
 
 
@@ -669,7 +732,7 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
             say(f"boot: {len(lab.runs)} test run(s) under the debug configuration "
                 f"(console: {rel(os.path.join(out, 'grade.console.log'))})")
         boot = boot_and_run(lab, out, lab.runs)
-        verdicts = judge(lab, lab.runs, boot)
+        verdicts = mark_waiting(lab, tree, judge(lab, lab.runs, boot))
     score = print_verdicts(lab, verdicts, label)
     times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
@@ -1033,6 +1096,9 @@ def cmd_lint(labs):
                     bad += 1
                     break
             names = {t["name"] for t in lab.tests}
+            for r in lab.runs:
+                for n in r.get("needs", []):
+                    Lab(n)      # dies naming the labs that have a kernel part
             if not lab.has_skeleton:
                 # A students' copy: the series itself carries the TODO regions.
                 txt = "".join(open(os.path.join(base, f)).read() for f in lab.files()

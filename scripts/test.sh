@@ -112,7 +112,7 @@ fi
 [ $STUDENT = 1 ] || step "grade" bash -c 'labs/tools/grade-all --lab 03 --json build/grade-json && test -s build/grade-json/03-khugepaged-cursor.json'
 if [ $STUDENT = 0 ]; then
 step "gradescope" labs/tools/check-gradescope 03
-step "student-dist" labs/tools/check-student-dist
+step "student-dist" bash -c 'labs/tools/check-student-dist --self-test && labs/tools/check-student-dist'
 # The students' book (built by check-student-dist in the copy) prints no
 # lab's answer: each listing of what a lab asks to write is in a .lab-answer div.
 step "student-book" bash -c 'labs/tools/check-student-book --self-test && labs/tools/check-student-book build/student/book.html'

@@ -87,12 +87,32 @@ for d in labs/[0-9][0-9]-*/; do
   test_or_wait "lab-test:${d%/}" "${d%/}" make --no-print-directory -C "$d" test
   [ $STUDENT = 1 ] || step "skeletons:${d%/}" labs/tools/check-skeletons "$d"
 done
+# A lab's kernel part (labs/NN-slug/kernel/): in the students' copy it
+# waits until the student's tree has a commit past `skeleton` and no TODO
+# region holding its stub (labs/kernel/kparts.py status); once done, the
+# copy's series plus the student's committed work must apply, as the
+# measuring kernel of `make kernel`/`make reproduce` will build it.
+if [ $STUDENT = 1 ]; then
+  while IFS= read -r line; do
+    lab=${line%%:*}; name="kernel-part:labs/$lab"
+    case $line in
+      *": kernel part waiting: "*)
+        selected "$name" || continue
+        echo "=== $name"
+        why=${line#*: kernel part waiting: }
+        echo "--- waiting for lab ${lab%%-*}'s kernel part (not run: ${why%%; measured by*}; make reproduce waits for it too)"
+        waiting+=("$name") ;;
+      *": kernel part done: "*)
+        step "$name" bash -c 'd=$(mktemp -d) && trap "rm -rf $d" EXIT && labs/kernel/kparts.py source "$d/src"' ;;
+    esac
+  done < <(labs/kernel/kparts.py status)
+fi
 # Every lab's grader already ran on its solution in lab-test above; this
 # checks the grading tool itself (TAP, score, JSON) on one lab.
 [ $STUDENT = 1 ] || step "grade" bash -c 'labs/tools/grade-all --lab 03 --json build/grade-json && test -s build/grade-json/03-khugepaged-cursor.json'
 if [ $STUDENT = 0 ]; then
 step "gradescope" labs/tools/check-gradescope 03
-step "student-dist" labs/tools/check-student-dist
+step "student-dist" bash -c 'labs/tools/check-student-dist --self-test && labs/tools/check-student-dist'
 # The students' book (built by check-student-dist in the copy) prints no
 # lab's answer: each listing of what a lab asks to write is in a .lab-answer div.
 step "student-book" bash -c 'labs/tools/check-student-book --self-test && labs/tools/check-student-book build/student/book.html'

@@ -130,6 +130,21 @@ if [ "$NOPATCH" = 0 ] && [ -f "$PATCHDIR/series" ]; then
 	done <"$PATCHDIR/series"
 fi
 
+# In a students' copy (labs/tools/exercises.txt) the series carries the
+# kernel parts' skeletons; the measuring kernel (not --debug: klab.py's
+# trees start from the series alone) adds each kernel part the student has
+# done: the committed work of work/kernel/NN-slug/ since its tag
+# `skeleton` (labs/kernel/kparts.py student-patches).
+STUDENT_TOP=$(cd "$HERE/../.." && pwd)
+if [ "$NOPATCH" = 0 ] && [ "$DEBUG" = 0 ] && [ -f "$STUDENT_TOP/labs/tools/exercises.txt" ]; then
+	sp=$("$HERE/kparts.py" student-patches "$STUDENT_TOP/build/kernel-student") ||
+		die "labs/kernel/kparts.py student-patches failed"
+	for p in $sp; do
+		PATCHES+=("../../../build/kernel-student/$(basename "$p")")
+		[ "$INFO" = 1 ] || say "your kernel part: $(basename "$p" .patch) (build/kernel-student/$(basename "$p"))"
+	done
+fi
+
 # Keys. The series hash covers names and contents in order.
 SERIES_HASH=$( { echo "$VKEY"; for p in "${PATCHES[@]}"; do echo "== $p"; cat "$PATCHDIR/$p"; done; } |
 	sha256sum | cut -c1-16)

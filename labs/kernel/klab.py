@@ -52,6 +52,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import kparts  # noqa: E402
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 PROG = "labs/kernel/klab.py"
@@ -103,6 +106,9 @@ class Lab:
         self.num = self.slug[:2]
         self.kdir = os.path.join(self.dir, "kernel")
         self.skeleton = os.path.join(self.kdir, "skeleton.patch")
+        # A students' copy ships no skeleton.patch: its series carries the
+        # skeleton (labs/kernel/kparts.py fold), the solution is not there.
+        self.has_skeleton = os.path.isfile(self.skeleton)
         self.tests_file = os.path.join(self.kdir, "tests")
         self.runs = parse_tests(self.tests_file)
         self.tests = [t for r in self.runs for t in r["tests"]]
@@ -111,6 +117,15 @@ class Lab:
 
     def mutants(self):
         return sorted(glob.glob(os.path.join(self.kdir, "mutants", "*.patch")))
+
+    def files(self):
+        """The kernel files holding the lab's TODO regions."""
+        return kparts.lab_files(self.slug, TOP)
+
+    def need_solution(self, what):
+        if not self.has_skeleton:
+            die(f"{what} proves the grader against the solution and the wrong answers, which a "
+                f"students' copy does not have (your instructor runs it)")
 
 
 def parse_tests(path):
@@ -125,11 +140,16 @@ def parse_tests(path):
         if w[0] == "run" and len(w) >= 4 and w[2].isdigit():
             if any(r["name"] == w[1] for r in runs):
                 die(f"{rel(path)}:{n}: run {w[1]} twice")
-            runs.append({"name": w[1], "seconds": int(w[2]), "cmd": " ".join(w[3:]), "tests": []})
+            runs.append({"name": w[1], "seconds": int(w[2]), "cmd": " ".join(w[3:]), "tests": [], "needs": []})
         elif w[0] == "test" and len(w) >= 2 and runs:
             runs[-1]["tests"].append({"name": w[1], "what": " ".join(w[2:]), "run": runs[-1]["name"]})
+        elif w[0] == "needs" and len(w) == 2 and runs:
+            # The run goes through another lab's kernel part too (lab 01's
+            # khugepaged run retakes in lab 02's skip batch): in a students'
+            # copy its tests wait while that part is a stub in the tree.
+            runs[-1].setdefault("needs", []).append(w[1])
         else:
-            die(f"{rel(path)}:{n}: expected 'run NAME SECONDS COMMAND...' or 'test NAME WHAT'")
+            die(f"{rel(path)}:{n}: expected 'run NAME SECONDS COMMAND...', 'test NAME WHAT' or 'needs LAB'")
     names = [t["name"] for r in runs for t in r["tests"]]
     if not names or len(set(names)) != len(names):
         die(f"{rel(path)}: no tests, or a test named twice")
@@ -234,7 +254,8 @@ def private_copy(path):
 
 def lab_dirs(lab):
     """Directories holding a file the series or the lab's skeleton touches: copied, tracked by git."""
-    files = [f for p in series_patches() + [lab.skeleton] + lab.mutants() for f in patch_files(p)]
+    files = [f for p in series_patches() + ([lab.skeleton] if lab.has_skeleton else []) + lab.mutants()
+             for f in patch_files(p)]
     return sorted({os.path.dirname(f) for f in files})
 
 
@@ -261,12 +282,28 @@ def make_tree(lab, dst, skeleton=True, git=True):
                 if e.is_file(follow_symlinks=False):
                     private_copy(e.path)
                     tracked.append(os.path.join(d, e.name))
-    if skeleton:
+    if skeleton and lab.has_skeleton:
         r = subprocess.run(["patch", "-p1", "-s", "--fuzz=0", "--no-backup-if-mismatch", "-d", tmp,
                             "-i", lab.skeleton], capture_output=True, text=True)
         if r.returncode:
             shutil.rmtree(tmp, ignore_errors=True)
             die(f"{rel(lab.skeleton)} does not apply to the series:\n{r.stdout}{r.stderr}")
+    carried = []
+    if skeleton and not lab.has_skeleton:
+        # A students' copy: the other kernel parts the student has done come
+        # along (their committed work since `skeleton`, in this tree's first
+        # commit), so a run that goes through them tests them as written.
+        with tempfile.TemporaryDirectory(prefix="klab-parts.") as pd:
+            for p in kparts.student_patches(pd, TOP):
+                if os.path.basename(p)[:-len(".patch")] == lab.slug:
+                    continue
+                ok, msg = apply_patch(tmp, p)
+                if not ok:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    die(f"your committed work of {os.path.basename(p)[:-6]} does not apply here:\n{msg}")
+                carried.append(os.path.basename(p)[:-6])
+        if carried:
+            say(f"your committed kernel part(s) of {', '.join(carried)} are in this tree's first commit")
     meta = {"lab": lab.slug, "series": info["series"], "cfg": info["cfg"], "cache_tree": info["tree"],
             "pristine": info["pristine"], "skeleton": skeleton, "created": int(time.time())}
     gdir = os.path.join(tmp, ".git") if git else os.path.join(tmp, ".klab")
@@ -280,9 +317,11 @@ def make_tree(lab, dst, skeleton=True, git=True):
             ok = ok and subprocess.run(g + ["config", k, v]).returncode == 0
         ok = ok and subprocess.run(g + ["add", "-f", "--pathspec-from-file=-"],
                                    input="\n".join(tracked) + "\n", text=True).returncode == 0
+        where = (f"labs/kernel/patches with labs/{lab.slug}/kernel/skeleton.patch on top.\n" if lab.has_skeleton
+                 else "labs/kernel/patches, which carries the skeleton (the TODO regions).\n")
         msg = (f"skeleton: Linux {os.path.basename(info['pristine'])} + mmlocks series + lab {lab.num}\n\n"
                f"The starting point of lab {lab.slug}'s kernel part: the series of\n"
-               f"labs/kernel/patches with labs/{lab.slug}/kernel/skeleton.patch on top.\n"
+               + where +
                f"Git tracks the directories the series touches; `git diff skeleton`\n"
                f"shows your work.\n")
         ok = ok and subprocess.run(g + ["commit", "-q", "-m", msg], env=env).returncode == 0
@@ -451,7 +490,7 @@ def build(lab, tree, info=None, quiet=False):
         print("\n".join(errs[:40]) if errs else "\n".join(text.split("\n")[-40:]))
         print("----")
         return None, ncc, out
-    watch = set(changed_files(tree)) | set(patch_files(lab.skeleton))
+    watch = set(changed_files(tree)) | set(lab.files())
     warn = [l for l in text.split("\n") if "warning:" in l and
             any(l.startswith(f + ":") or ("/" + f + ":") in l for f in watch)]
     if warn:
@@ -627,15 +666,57 @@ def judge(lab, runs, boot):
     return verdicts
 
 
+def other_stubs(lab, tree):
+    """{other lab: its files} for the parts the runs need whose TODO regions are still the
+    series' stubs in tree (a students' copy only: elsewhere the series is their solution)."""
+    out = {}
+    if lab.has_skeleton:
+        return out
+    meta, _ = tree_meta(tree)
+    for need in sorted({n for r in lab.runs for n in r.get("needs", [])}):
+        other = Lab(need)
+        for f in other.files():
+            try:
+                have = kparts.regions(open(os.path.join(tree, f)).read())
+                stub = kparts.regions(open(os.path.join(meta["cache_tree"], f)).read())
+            except OSError:
+                continue
+            if any(k in have and kparts.norm(have[k]) == kparts.norm(stub[k]) for k in stub):
+                out.setdefault(other.slug, []).append(f)
+    return out
+
+
+def mark_waiting(lab, tree, verdicts):
+    """A test whose run needs another lab's part, still a stub in this tree: it waits for that lab."""
+    stubs = other_stubs(lab, tree)
+    if not stubs:
+        return verdicts
+    needs = {r["name"]: [n for n in (Lab(x).slug for x in r.get("needs", [])) if n in stubs] for r in lab.runs}
+    for v in verdicts:
+        w = needs.get(v["run"])
+        if w and not v["pass"]:
+            v["waiting"] = w
+            v["reason"] = (f"waiting for lab {', '.join(x[:2] for x in w)}'s kernel part: its TODO regions in "
+                           f"{', '.join(f for x in w for f in stubs[x])} are still the skeleton's stubs in this "
+                           f"tree, and this run goes through them ({v['reason']})")
+    return verdicts
+
+
 def print_verdicts(lab, verdicts, label="kernel"):
     w = max(len(v["name"]) for v in verdicts)
     for v in verdicts:
-        print(f"  {lab.slug}: {v['name']:<{w}}  {'PASS' if v['pass'] else 'FAIL'}  {v['reason']}")
+        print(f"  {lab.slug}: {v['name']:<{w}}  {'PASS' if v['pass'] else 'WAIT' if v.get('waiting') else 'FAIL'}"
+              f"  {v['reason']}")
         if not v["pass"]:
             for l in v["splat"][:15]:
                 print(f"      | {l}")
     score = sum(v["pass"] for v in verdicts)
     print(f"{lab.slug}: {label} score {score}/{len(verdicts)}")
+    waits = [v["name"] for v in verdicts if v.get("waiting")]
+    if waits:
+        print(f"{lab.slug}: {len(waits)} test(s) wait for another lab's kernel part ({', '.join(waits)}): "
+              f"counted as not passed until that part is written, in this tree or in its own (make kernel-tree "
+              f"then copies your committed work of a done part into a new tree)")
     return score
 
 
@@ -651,7 +732,7 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
             say(f"boot: {len(lab.runs)} test run(s) under the debug configuration "
                 f"(console: {rel(os.path.join(out, 'grade.console.log'))})")
         boot = boot_and_run(lab, out, lab.runs)
-        verdicts = judge(lab, lab.runs, boot)
+        verdicts = mark_waiting(lab, tree, judge(lab, lab.runs, boot))
     score = print_verdicts(lab, verdicts, label)
     times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
@@ -659,10 +740,18 @@ def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
     style = style_check(tree) if not quiet else None
     if style:
         print(f"{lab.slug}: {style}")
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump({"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times,
-                       "checkpatch": style}, f, indent=1)
+    head = subprocess.run(["git", "-C", tree, "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() if os.path.isdir(os.path.join(tree, ".git")) else None
+    doc = {"lab": lab.slug, "tests": verdicts, "score": score, "max": len(verdicts), **times,
+           "checkpatch": style, "head": head, "when": int(time.time())}
+    # Every grade of a tree leaves its verdicts next to its objects
+    # (build/klab/NN-slug/work/grade.json for work/kernel/NN-slug): the
+    # Gradescope export (labs/tools/grade-all --gradescope) merges them.
+    for p in [json_path] + ([os.path.join(objdir_for(lab, tree), "grade.json")] if not quiet else []):
+        if p:
+            with open(p + ".tmp", "w") as f:
+                json.dump(doc, f, indent=1)
+            os.replace(p + ".tmp", p)
     return verdicts, times
 
 
@@ -874,6 +963,7 @@ def grade_variant(lab, info, tree, patch, label):
 
 
 def cmd_check(lab):
+    lab.need_solution("kernel-check")
     info = ensure_debug_kernel()
     key = "check-" + lab.slug + "-" + inputs_hash(lab)
     hit = cached_verdict(key)
@@ -909,6 +999,7 @@ def cmd_check(lab):
 
 
 def cmd_mutants(lab, only):
+    lab.need_solution("kernel-mutants")
     info = ensure_debug_kernel()
     muts = lab.mutants()
     if only:
@@ -963,6 +1054,7 @@ def cmd_mutants(lab, only):
 
 
 def cmd_bench(lab):
+    lab.need_solution("kernel-bench")
     info = ensure_debug_kernel()
     tree = check_tree(lab, info)
     files = patch_files(lab.skeleton)
@@ -991,7 +1083,7 @@ def cmd_lint(labs):
     for lab in labs:
         with tempfile.TemporaryDirectory(prefix="klab-lint.") as tmp:
             files = sorted({f for p in series_patches() for f in patch_files(p)} |
-                           set(patch_files(lab.skeleton)) | {f for m in lab.mutants() for f in patch_files(m)})
+                           set(lab.files()) | {f for m in lab.mutants() for f in patch_files(m)})
             base = os.path.join(tmp, "base")
             for f in files:
                 if os.path.isfile(os.path.join(prist, f)):
@@ -1004,7 +1096,25 @@ def cmd_lint(labs):
                     bad += 1
                     break
             names = {t["name"] for t in lab.tests}
-            for p in [lab.skeleton] + lab.mutants():
+            for r in lab.runs:
+                for n in r.get("needs", []):
+                    Lab(n)      # dies naming the labs that have a kernel part
+            if not lab.has_skeleton:
+                # A students' copy: the series itself carries the TODO regions.
+                txt = "".join(open(os.path.join(base, f)).read() for f in lab.files()
+                              if os.path.isfile(os.path.join(base, f)))
+                ok = bool(lab.files()) and re.search(r"/\* TODO \d+:", txt) and re.search(r"/\* END TODO \d+ \*/", txt)
+                print(f"kernel-lint {lab.slug}: the series' TODO regions in {', '.join(lab.files()) or '(no file)'}: "
+                      + ("ok" if ok else "FAIL (none)"))
+                bad += not ok
+            known = {l.split()[0] for l in open(os.path.join(HERE, "experiments"))
+                     if l.strip() and not l.lstrip().startswith("#")}
+            for e in kparts.experiments_of(lab.slug, TOP):
+                if e not in known:
+                    print(f"kernel-lint {lab.slug}: kernel/experiments names {e}, not an experiment of "
+                          f"labs/kernel/experiments: FAIL")
+                    bad += 1
+            for p in ([lab.skeleton] if lab.has_skeleton else []) + lab.mutants():
                 w = os.path.join(tmp, os.path.basename(p))
                 shutil.copytree(base, w)
                 ok, msg = apply_patch(w, p)
@@ -1019,7 +1129,7 @@ def cmd_lint(labs):
                         problem = "it leaves no /* TODO N: */ ... /* END TODO N */ region"
                 print(f"kernel-lint {lab.slug}: {rel(p)}: " + (f"FAIL ({problem})\n{msg}" if problem else "ok"))
                 bad += bool(problem)
-            if len(lab.mutants()) < 5:
+            if lab.has_skeleton and len(lab.mutants()) < 5:
                 print(f"kernel-lint {lab.slug}: {len(lab.mutants())} mutants, want at least 5: FAIL")
                 bad += 1
             todo = [t for t in lab.tests if re.match(r"todo\d+_", t["name"])]
@@ -1072,9 +1182,10 @@ def main(argv):
     if cmd == "tree":
         dst = os.path.abspath(opts["--dst"] or lab.default_tree)
         secs, n = make_tree(lab, dst)
-        say(f"wrote {rel(dst)} in {secs:.1f} s: the series + labs/{lab.slug}/kernel/skeleton.patch; "
+        say(f"wrote {rel(dst)} in {secs:.1f} s: the series" +
+            (f" + labs/{lab.slug}/kernel/skeleton.patch; " if lab.has_skeleton else " (it carries the skeleton); ") +
             f"git tracks {n} files (the directories the series touches), first commit tagged `skeleton`")
-        say(f"next: write the TODO regions of {', '.join(patch_files(lab.skeleton))} "
+        say(f"next: write the TODO regions of {', '.join(lab.files())} "
             f"(git -C {rel(dst)} grep -n 'TODO [0-9]'), then make kernel-grade LAB={lab.num}")
         return 0
     if cmd == "build":

@@ -90,6 +90,29 @@ else
 	RUNLIST=("${ALL[@]}")
 fi
 
+# ---- kernel parts: in a students' copy an experiment that measures a lab's
+# kernel part waits until that part is done (labs/NN-slug/kernel/experiments
+# names them; labs/kernel/kparts.py status says why); once it is, the kernel
+# built below carries the student's committed work.
+WAITING=()
+while read -r e lab; do
+	[ -n "$e" ] || continue
+	why=$("$HERE/kparts.py" status | sed -n "s/^$lab: kernel part waiting: //p" | sed 's/; measured by .*//')
+	say "$e: waiting for lab ${lab%%-*}'s kernel part (not run: ${why:-not done})"
+	WAITING+=("$e")
+done < <("$HERE/kparts.py" waiting "${RUNLIST[@]}")
+if [ ${#WAITING[@]} -gt 0 ]; then
+	KEEP=()
+	for e in "${RUNLIST[@]}"; do
+		printf '%s\n' "${WAITING[@]}" | grep -qxF -- "$e" || KEEP+=("$e")
+	done
+	RUNLIST=(${KEEP[@]+"${KEEP[@]}"})
+	if [ ${#RUNLIST[@]} -eq 0 ]; then
+		say "every experiment asked for waits for a lab's kernel part: nothing to run"
+		exit 0
+	fi
+fi
+
 # ---- build what is missing (both steps are incremental) -------------------
 if [ "$BUILD" = 1 ]; then
 	timeout 3600 "$HERE/build.sh" || die "kernel build failed (labs/kernel/build.sh)"

@@ -113,7 +113,7 @@ explore-figures: $(EXPLORE_FIGS)
 
 # Chapter 8's timeline: one window of a committed tools-agree run's perf
 # trace (the run the chapter quotes), drawn from its reference files.
-TIMELINE_RUN := reference/tools-agree/20261205T023715Z
+TIMELINE_RUN := reference/tools-agree/20261205T033821Z
 TRACE_FIGS := build/figures/tools-agree-timeline.svg
 build/figures/tools-agree-timeline.svg: $(TIMELINE_RUN)/agree-steal.perf-script.gz $(TIMELINE_RUN)/agree-steal.window.json scripts/book/timeline.py
 	@scripts/book/timeline.py $(TIMELINE_RUN) $@

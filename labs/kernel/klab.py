@@ -25,7 +25,8 @@ Usage: labs/kernel/klab.py COMMAND [LAB] [options]
                            skeleton fails exactly the todoN_ tests
   mutants LAB [--only NAME]
                            every labs/NN-slug/kernel/mutants/*.patch is rejected
-                           by the test its caught-by: line names
+                           by the test its caught-by: line names (only the run
+                           holding that test boots)
   bench LAB                one edit of the lab's file, then its graded result:
                            the time of build, boot and tests (goal: 2 minutes)
   lint [LAB]               no build, no boot: the skeleton and every mutant apply
@@ -720,19 +721,22 @@ def print_verdicts(lab, verdicts, label="kernel"):
     return score
 
 
-def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False):
+def grade_tree(lab, tree, json_path=None, label="kernel", quiet=False, runs=None):
+    """runs: the test runs to boot (default all; a mutant's proof boots only
+    the run that holds the test its caught-by: line names)."""
+    runs = runs or lab.runs
     info = ensure_debug_kernel() if not quiet else cache_info()
     bs, ncc, out = build(lab, tree, info, quiet=quiet)
     if bs is None:
         verdicts = [{"name": t["name"], "run": t["run"], "pass": False, "splat": [],
-                     "reason": "the kernel did not build"} for t in lab.tests]
+                     "reason": "the kernel did not build"} for r in runs for t in r["tests"]]
         boot = {"boot_s": 0, "tests_s": 0}
     else:
         if not quiet:
-            say(f"boot: {len(lab.runs)} test run(s) under the debug configuration "
+            say(f"boot: {len(runs)} test run(s) under the debug configuration "
                 f"(console: {rel(os.path.join(out, 'grade.console.log'))})")
-        boot = boot_and_run(lab, out, lab.runs)
-        verdicts = mark_waiting(lab, tree, judge(lab, lab.runs, boot))
+        boot = boot_and_run(lab, out, runs)
+        verdicts = mark_waiting(lab, tree, judge(lab, runs, boot))
     score = print_verdicts(lab, verdicts, label)
     times = {"built": bs is not None, "build_s": round(bs or 0, 1), "boot_s": round(boot["boot_s"], 1), "tests_s": round(boot["tests_s"], 1)}
     print(f"{lab.slug}: time: build {times['build_s']:.0f} s ({ncc} C files), boot {times['boot_s']:.0f} s, "
@@ -950,7 +954,7 @@ def apply_patch(tree, patch):
     return r.returncode == 0, r.stdout + r.stderr
 
 
-def grade_variant(lab, info, tree, patch, label):
+def grade_variant(lab, info, tree, patch, label, runs=None):
     files = patch_files(patch) if patch else []
     restore_solution(info, tree, sorted(set(files) | set(patch_files(lab.skeleton)) |
                                         {f for m in lab.mutants() for f in patch_files(m)}))
@@ -958,7 +962,7 @@ def grade_variant(lab, info, tree, patch, label):
         ok, msg = apply_patch(tree, patch)
         if not ok:
             return None, msg
-    verdicts, times = grade_tree(lab, tree, label=label, quiet=True)
+    verdicts, times = grade_tree(lab, tree, label=label, quiet=True, runs=runs)
     return verdicts, times
 
 
@@ -1025,7 +1029,16 @@ def cmd_mutants(lab, only):
         if tree is None:
             tree = check_tree(lab, info)
         say(f"mutant {name}: {text.splitlines()[0][len('mutant: '):]}")
-        v, msg = grade_variant(lab, info, tree, m, f"mutant {name}")
+        # Only the run that decides the named test boots: the proof is that
+        # this test fails, and the other runs would only cost time.
+        runs = [r for r in lab.runs if any(t["name"] == want.group(1) for t in r["tests"])]
+        if not runs:
+            line = f"mutant {name}: its caught-by: names no test of kernel/tests: FAIL"
+            results.append(line)
+            print(line, flush=True)
+            bad += 1
+            continue
+        v, msg = grade_variant(lab, info, tree, m, f"mutant {name}", runs=runs)
         if v is None:
             line = f"mutant {name}: does not apply: FAIL\n{msg}"
             bad += 1

@@ -1,5 +1,5 @@
-# Lab 01's first gdb session (handout, "gdb: a first session"), as a script:
-#   labs/kernel/klab.py gdb 01 --batch labs/01-rwsem-steal/kernel/first-session.gdb
+# Lab 01's first steps in gdb (handout, "gdb: first steps"), as a script:
+#   labs/kernel/klab.py gdb 01 --batch labs/01-rwsem-steal/kernel/first-steps.gdb
 # klab.py has already loaded vmlinux and attached to QEMU's gdb stub.
 set pagination off
 set confirm off
